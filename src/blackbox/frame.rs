@@ -1,0 +1,439 @@
+//! Frame definitions from the header, and the decoding and encoding of one frame's fields.
+
+use super::codec::elias::{self, BitWriter};
+use super::codec::{CodecError, CodecErrorKind, Encoding, tag, varint};
+use super::predictor::{Context, Predictor, normalise};
+
+/// Frames are at most this long, type byte included (as in every reference decoder).
+pub const MAX_FRAME_LEN: usize = 256;
+
+/// The frame types, by their type byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+pub enum FrameKind {
+    /// Intra main frame.
+    I,
+    /// Inter main frame.
+    P,
+    /// Slow-changing state.
+    S,
+    /// GPS position.
+    G,
+    /// GPS home.
+    H,
+    /// Event.
+    E,
+}
+
+impl FrameKind {
+    /// Every kind, in the order reports list them.
+    pub const ALL: [FrameKind; 6] = [
+        FrameKind::I,
+        FrameKind::P,
+        FrameKind::S,
+        FrameKind::G,
+        FrameKind::H,
+        FrameKind::E,
+    ];
+
+    /// The kind a type byte announces.
+    #[inline]
+    pub fn from_byte(b: u8) -> Option<FrameKind> {
+        match b {
+            b'I' => Some(FrameKind::I),
+            b'P' => Some(FrameKind::P),
+            b'S' => Some(FrameKind::S),
+            b'G' => Some(FrameKind::G),
+            b'H' => Some(FrameKind::H),
+            b'E' => Some(FrameKind::E),
+            _ => None,
+        }
+    }
+
+    /// The type byte.
+    pub fn byte(self) -> u8 {
+        match self {
+            FrameKind::I => b'I',
+            FrameKind::P => b'P',
+            FrameKind::S => b'S',
+            FrameKind::G => b'G',
+            FrameKind::H => b'H',
+            FrameKind::E => b'E',
+        }
+    }
+
+    /// The type letter as a string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FrameKind::I => "I",
+            FrameKind::P => "P",
+            FrameKind::S => "S",
+            FrameKind::G => "G",
+            FrameKind::H => "H",
+            FrameKind::E => "E",
+        }
+    }
+}
+
+/// How one field is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FieldSpec {
+    pub predictor: Predictor,
+    pub encoding: Encoding,
+    /// Whether the value is read as `i32` (otherwise `u32`).
+    pub signed: bool,
+}
+
+/// One code in the byte stream: an encoding covering `count` fields from `first`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Step {
+    encoding: Encoding,
+    first: usize,
+    count: usize,
+}
+
+/// The layout of one frame type, as the header defines it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FrameDef {
+    pub kind: FrameKind,
+    pub names: Vec<String>,
+    pub fields: Vec<FieldSpec>,
+    /// Data version 1 lays TAG8_4S16 out differently.
+    pub data_version: u32,
+    steps: Vec<Step>,
+}
+
+impl FrameDef {
+    /// Build a definition; `names` and `fields` have the same length.
+    pub fn new(
+        kind: FrameKind,
+        names: Vec<String>,
+        fields: Vec<FieldSpec>,
+        data_version: u32,
+    ) -> FrameDef {
+        let mut steps = Vec::new();
+        let mut i = 0;
+        while i < fields.len() {
+            let encoding = fields[i].encoding;
+            let group = match encoding {
+                Encoding::Tag8_8Svb => fields[i..]
+                    .iter()
+                    .take(8)
+                    .take_while(|f| f.encoding == Encoding::Tag8_8Svb)
+                    .count(),
+                other => other.group_size(),
+            };
+            let count = group.min(fields.len() - i);
+            steps.push(Step {
+                encoding,
+                first: i,
+                count,
+            });
+            i += count;
+        }
+        FrameDef {
+            kind,
+            names,
+            fields,
+            data_version,
+            steps,
+        }
+    }
+
+    /// Index of the field with this name.
+    pub fn index_of(&self, name: &str) -> Option<usize> {
+        self.names.iter().position(|n| n == name)
+    }
+
+    /// Number of fields.
+    pub fn len(&self) -> usize {
+        self.fields.len()
+    }
+
+    /// Whether the frame has no fields.
+    pub fn is_empty(&self) -> bool {
+        self.fields.is_empty()
+    }
+
+    /// Decode the fields that follow a type byte into `out` (one value per field, normalised to 32
+    /// bits) and return how many bytes they took.
+    pub fn decode(
+        &self,
+        body: &[u8],
+        ctx: &Context<'_>,
+        out: &mut [i64],
+    ) -> Result<usize, CodecError> {
+        let mut rest = body;
+        let mut bit = 0usize;
+        let mut raw = [0i64; 8];
+        for step in &self.steps {
+            if step.encoding.is_bitstream() {
+                let (next, value) = decode_bits(step.encoding, (rest, bit)).map_err(flatten)?;
+                rest = next.0;
+                bit = next.1;
+                raw[0] = value;
+            } else {
+                if bit != 0 {
+                    rest = &rest[1..];
+                    bit = 0;
+                }
+                rest = self.decode_bytes(step, rest, &mut raw).map_err(flatten)?;
+            }
+            for (j, &residual) in raw.iter().enumerate().take(step.count) {
+                let i = step.first + j;
+                let field = self.fields[i];
+                let prediction = field.predictor.predict(i, ctx, out);
+                out[i] = normalise(residual.wrapping_add(prediction), field.signed);
+            }
+        }
+        let consumed = body.len() - rest.len() + usize::from(bit != 0);
+        Ok(consumed)
+    }
+
+    #[inline]
+    fn decode_bytes<'a>(
+        &self,
+        step: &Step,
+        input: &'a [u8],
+        raw: &mut [i64; 8],
+    ) -> Result<&'a [u8], nom::Err<CodecError>> {
+        let widen = |raw: &mut [i64; 8], values: &[i32]| {
+            for (r, &v) in raw.iter_mut().zip(values) {
+                *r = i64::from(v);
+            }
+        };
+        let rest = match step.encoding {
+            Encoding::SignedVb => {
+                let (rest, v) = varint::signed_vb(input)?;
+                raw[0] = i64::from(v);
+                rest
+            }
+            Encoding::UnsignedVb => {
+                let (rest, v) = varint::unsigned_vb(input)?;
+                raw[0] = i64::from(v);
+                rest
+            }
+            Encoding::Neg14Bit => {
+                let (rest, v) = varint::neg_14bit(input)?;
+                raw[0] = i64::from(v);
+                rest
+            }
+            Encoding::Tag8_8Svb => {
+                let (rest, v) = tag::tag8_8svb(input, step.count)?;
+                widen(raw, &v);
+                rest
+            }
+            Encoding::Tag2_3S32 => {
+                let (rest, v) = tag::tag2_3s32(input)?;
+                widen(raw, &v);
+                rest
+            }
+            Encoding::Tag2_3SVariable => {
+                let (rest, v) = tag::tag2_3svariable(input)?;
+                widen(raw, &v);
+                rest
+            }
+            Encoding::Tag8_4S16 => {
+                let (rest, v) = if self.data_version < 2 {
+                    tag::tag8_4s16_v1(input)?
+                } else {
+                    tag::tag8_4s16_v2(input)?
+                };
+                widen(raw, &v);
+                rest
+            }
+            Encoding::Null => {
+                raw[0] = 0;
+                input
+            }
+            Encoding::EliasDeltaU32
+            | Encoding::EliasDeltaS32
+            | Encoding::EliasGammaU32
+            | Encoding::EliasGammaS32 => {
+                unreachable!("bit-stream encodings are decoded by decode_bits")
+            }
+        };
+        Ok(rest)
+    }
+
+    /// Encode `values` (one per field) as the firmware would, given the same prediction context.
+    pub fn encode(&self, values: &[i64], ctx: &Context<'_>, out: &mut Vec<u8>) {
+        let mut bits = BitWriter::default();
+        let mut residuals = [0i32; 8];
+        for step in &self.steps {
+            for (j, r) in residuals.iter_mut().enumerate() {
+                let i = step.first + j;
+                *r = if j < step.count {
+                    let prediction = self.fields[i].predictor.predict(i, ctx, values);
+                    values[i].wrapping_sub(prediction) as i32
+                } else {
+                    0
+                };
+            }
+            if !step.encoding.is_bitstream() {
+                bits.flush(out);
+            }
+            let r = residuals;
+            match step.encoding {
+                Encoding::SignedVb => varint::write_signed_vb(out, r[0]),
+                Encoding::UnsignedVb => varint::write_unsigned_vb(out, r[0] as u32),
+                Encoding::Neg14Bit => varint::write_neg_14bit(out, r[0]),
+                Encoding::Tag8_8Svb => tag::write_tag8_8svb(out, &r[..step.count]),
+                Encoding::Tag2_3S32 => tag::write_tag2_3s32(out, [r[0], r[1], r[2]]),
+                Encoding::Tag2_3SVariable => tag::write_tag2_3svariable(out, [r[0], r[1], r[2]]),
+                Encoding::Tag8_4S16 if self.data_version < 2 => {
+                    tag::write_tag8_4s16_v1(out, [r[0], r[1], r[2], r[3]])
+                }
+                Encoding::Tag8_4S16 => tag::write_tag8_4s16_v2(out, [r[0], r[1], r[2], r[3]]),
+                Encoding::Null => {}
+                Encoding::EliasDeltaU32 => {
+                    elias::write_elias_delta_u32(&mut bits, out, r[0] as u32)
+                }
+                Encoding::EliasDeltaS32 => elias::write_elias_delta_s32(&mut bits, out, r[0]),
+                Encoding::EliasGammaU32 => {
+                    elias::write_elias_gamma_u32(&mut bits, out, r[0] as u32)
+                }
+                Encoding::EliasGammaS32 => elias::write_elias_gamma_s32(&mut bits, out, r[0]),
+            }
+        }
+        bits.flush(out);
+    }
+}
+
+#[inline]
+fn decode_bits(
+    encoding: Encoding,
+    input: (&[u8], usize),
+) -> nom::IResult<(&[u8], usize), i64, CodecError> {
+    Ok(match encoding {
+        Encoding::EliasDeltaU32 => {
+            let (r, v) = elias::elias_delta_u32(input)?;
+            (r, i64::from(v))
+        }
+        Encoding::EliasDeltaS32 => {
+            let (r, v) = elias::elias_delta_s32(input)?;
+            (r, i64::from(v))
+        }
+        Encoding::EliasGammaU32 => {
+            let (r, v) = elias::elias_gamma_u32(input)?;
+            (r, i64::from(v))
+        }
+        _ => {
+            let (r, v) = elias::elias_gamma_s32(input)?;
+            (r, i64::from(v))
+        }
+    })
+}
+
+fn flatten(e: nom::Err<CodecError>) -> CodecError {
+    match e {
+        nom::Err::Error(e) | nom::Err::Failure(e) => e,
+        nom::Err::Incomplete(_) => CodecError {
+            kind: CodecErrorKind::Eof,
+            remaining: 0,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn field(predictor: Predictor, encoding: Encoding) -> FieldSpec {
+        FieldSpec {
+            predictor,
+            encoding,
+            signed: true,
+        }
+    }
+
+    #[test]
+    fn motor_p_frame_example_from_the_spec() {
+        let def = FrameDef::new(
+            FrameKind::P,
+            (0..4).map(|i| format!("motor[{i}]")).collect(),
+            vec![field(Predictor::Previous, Encoding::SignedVb); 4],
+            2,
+        );
+        let previous = [1430i64, 1500, 1470, 1490];
+        let ctx = Context {
+            previous: Some(&previous),
+            previous2: Some(&previous),
+            ..Context::default()
+        };
+        let mut out = Vec::new();
+        def.encode(&[1635, 1501, 1469, 1532], &ctx, &mut out);
+        assert_eq!(out, [0x9A, 0x03, 0x02, 0x01, 0x54]);
+        let mut values = [0i64; 4];
+        assert_eq!(def.decode(&out, &ctx, &mut values), Ok(5));
+        assert_eq!(values, [1635, 1501, 1469, 1532]);
+    }
+
+    #[test]
+    fn mixed_bit_and_byte_fields_round_trip() {
+        let encodings = [
+            Encoding::EliasDeltaU32,
+            Encoding::EliasDeltaS32,
+            Encoding::SignedVb,
+            Encoding::EliasGammaS32,
+            Encoding::Tag8_4S16,
+            Encoding::Tag8_4S16,
+            Encoding::Tag8_4S16,
+            Encoding::Tag8_4S16,
+            Encoding::Tag8_8Svb,
+            Encoding::Tag8_8Svb,
+            Encoding::Tag2_3S32,
+            Encoding::Tag2_3S32,
+            Encoding::Tag2_3S32,
+            Encoding::Null,
+            Encoding::EliasDeltaU32,
+        ];
+        let fields: Vec<_> = encodings
+            .iter()
+            .map(|&e| field(Predictor::Zero, e))
+            .collect();
+        let names: Vec<String> = (0..fields.len()).map(|i| format!("f{i}")).collect();
+        for version in [1, 2] {
+            let def = FrameDef::new(FrameKind::I, names.clone(), fields.clone(), version);
+            let values = [
+                7,
+                -3,
+                1000,
+                -70000,
+                1,
+                -300,
+                0,
+                5,
+                i32::MIN as i64,
+                0,
+                3,
+                -40,
+                100000,
+                0,
+                0,
+            ];
+            let mut out = Vec::new();
+            def.encode(&values, &Context::default(), &mut out);
+            let mut decoded = [0i64; 15];
+            assert_eq!(
+                def.decode(&out, &Context::default(), &mut decoded),
+                Ok(out.len())
+            );
+            assert_eq!(decoded, values, "data version {version}");
+        }
+    }
+
+    #[test]
+    fn a_group_past_the_last_field_still_consumes_the_whole_code() {
+        // Two TAG2_3S32 fields: the code carries three values, the third is dropped.
+        let fields = vec![field(Predictor::Zero, Encoding::Tag2_3S32); 2];
+        let def = FrameDef::new(FrameKind::S, vec!["a".into(), "b".into()], fields, 2);
+        let mut out = Vec::new();
+        tag::write_tag2_3s32(&mut out, [100, -100, 5]);
+        let mut values = [0i64; 2];
+        assert_eq!(
+            def.decode(&out, &Context::default(), &mut values),
+            Ok(out.len())
+        );
+        assert_eq!(values, [100, -100]);
+    }
+}

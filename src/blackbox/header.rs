@@ -1,0 +1,504 @@
+//! The text header of a session: `H name:value` lines, kept raw and parsed into frame definitions.
+
+use super::codec::{Encoding, Encoding10};
+use super::frame::{FieldSpec, FrameDef, FrameKind};
+use super::predictor::Predictor;
+use nom::IResult;
+use nom::bytes::complete::{tag, take_till};
+use nom::character::complete::u32 as dec_u32;
+use nom::sequence::separated_pair;
+
+/// The line every session starts with.
+pub const LOG_START_MARKER: &[u8] =
+    b"H Product:Blackbox flight data recorder by Nicholas Sherlock\n";
+
+/// Header lines longer than this are damage (the longest real ones are about 1.2 KB).
+pub const MAX_HEADER_LINE: usize = 64 * 1024;
+
+/// More fields than this in one frame type is damage (real logs have at most about 100).
+pub const MAX_FIELDS: usize = 1024;
+
+/// An I interval above this is damage (firmware writes at most a few thousand).
+pub const MAX_I_INTERVAL: u32 = 1 << 16;
+
+/// Which firmware wrote the log, as far as the header tells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Firmware {
+    Betaflight,
+    Inav,
+    Cleanflight,
+    Unknown,
+}
+
+/// One `H name:value` line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeaderLine {
+    /// Absolute offset of the `H`.
+    pub offset: u64,
+    pub name: String,
+    pub value: String,
+}
+
+/// Something wrong in the header, with the absolute byte range it covers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeaderProblem {
+    pub start: u64,
+    pub end: u64,
+    pub message: String,
+}
+
+/// A parsed session header.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Header {
+    /// Every line, in file order (a repeated name appears as often as it was written).
+    pub lines: Vec<HeaderLine>,
+    /// Absolute offset of the first byte after the header.
+    pub data_start: u64,
+    pub data_version: u32,
+    pub firmware: Firmware,
+    /// `H Firmware revision`, e.g. `Betaflight 4.2.9 (e097f4ab7) STM32F7X2`.
+    pub firmware_revision: Option<String>,
+    pub i_interval: u32,
+    /// P frames are logged for `p_num` out of every `p_denom` iterations.
+    pub p_num: u32,
+    pub p_denom: u32,
+    /// Which meaning encoding id 10 has in this log.
+    pub encoding10: Encoding10,
+    pub i: Option<FrameDef>,
+    pub p: Option<FrameDef>,
+    pub s: Option<FrameDef>,
+    pub g: Option<FrameDef>,
+    pub h: Option<FrameDef>,
+    pub problems: Vec<HeaderProblem>,
+}
+
+/// How one header line parsed.
+enum Line<'a> {
+    /// `H name:value\n`
+    Entry(&'a [u8], &'a [u8]),
+    /// Starts like a line but is not one; skip this many bytes.
+    Damaged(usize),
+}
+
+fn entry(input: &[u8]) -> IResult<&[u8], (&[u8], &[u8])> {
+    let (rest, _) = tag("H ")(input)?;
+    let (rest, line) = take_till(|b| b == b'\n' || b == 0)(rest)?;
+    let (rest, _) = tag("\n")(rest)?;
+    let (_, pair) =
+        separated_pair(take_till(|b| b == b':'), tag(":"), nom::combinator::rest)(line)?;
+    Ok((rest, pair))
+}
+
+fn header_line(input: &[u8]) -> Line<'_> {
+    let window = &input[..input.len().min(MAX_HEADER_LINE)];
+    match entry(window) {
+        Ok((_, (name, value))) => Line::Entry(name, value),
+        Err(_) => {
+            // Skip to the end of the broken line when it is text, else just its `H`.
+            let len = window
+                .iter()
+                .position(|&b| b == b'\n' || (b < 0x20 && b != b'\t'))
+                .filter(|&p| window[p] == b'\n')
+                .map_or(1, |p| p + 1);
+            Line::Damaged(len)
+        }
+    }
+}
+
+/// Whether the bytes are all erased flash (0xFF) or all zero: a session cut after its header.
+fn is_padding(bytes: &[u8]) -> bool {
+    bytes
+        .first()
+        .is_some_and(|&p| (p == 0 || p == 0xFF) && bytes.iter().all(|&b| b == p))
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Parse a comma-separated list of integers.
+fn int_list(value: &str) -> Option<Vec<i64>> {
+    value
+        .split(',')
+        .map(|v| v.trim().parse::<i64>().ok())
+        .collect()
+}
+
+impl Header {
+    /// Parse the header of a session that starts at `start` in `file` and ends before `end`.
+    /// Parsing never fails: what cannot be understood is listed in `problems`.
+    pub fn parse(file: &[u8], start: usize, end: usize) -> Header {
+        let mut lines = Vec::new();
+        let mut problems = Vec::new();
+        let mut pos = start;
+        while pos < end {
+            let b = file[pos];
+            if b == b'H' {
+                match header_line(&file[pos..end]) {
+                    Line::Entry(name, value) => {
+                        lines.push(HeaderLine {
+                            offset: pos as u64,
+                            name: text(name),
+                            value: text(value),
+                        });
+                        pos += 2 + name.len() + 1 + value.len() + 1;
+                    }
+                    Line::Damaged(len) => {
+                        problems.push(HeaderProblem {
+                            start: pos as u64,
+                            end: (pos + len) as u64,
+                            message: "header line is not `H name:value`".into(),
+                        });
+                        pos += len;
+                    }
+                }
+            } else if FrameKind::from_byte(b).is_some() || is_padding(&file[pos..end]) {
+                break;
+            } else {
+                let len = file[pos..end]
+                    .iter()
+                    .position(|&c| c == b'H' || FrameKind::from_byte(c).is_some())
+                    .unwrap_or(end - pos);
+                problems.push(HeaderProblem {
+                    start: pos as u64,
+                    end: (pos + len) as u64,
+                    message: "bytes between header lines".into(),
+                });
+                pos += len;
+            }
+        }
+        Header::from_lines(lines, pos as u64, problems)
+    }
+
+    /// The last value written for `name`.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.lines
+            .iter()
+            .rev()
+            .find(|l| l.name == name)
+            .map(|l| l.value.as_str())
+    }
+
+    fn from_lines(lines: Vec<HeaderLine>, data_start: u64, problems: Vec<HeaderProblem>) -> Header {
+        let mut header = Header {
+            lines,
+            data_start,
+            data_version: 2,
+            firmware: Firmware::Unknown,
+            firmware_revision: None,
+            i_interval: 32,
+            p_num: 1,
+            p_denom: 1,
+            encoding10: Encoding10::Tag2_3SVariable,
+            i: None,
+            p: None,
+            s: None,
+            g: None,
+            h: None,
+            problems,
+        };
+        header.read_settings();
+        header.i = header.frame_def(FrameKind::I, "I", "I");
+        header.p = header.frame_def(FrameKind::P, "I", "P");
+        header.s = header.frame_def(FrameKind::S, "S", "S");
+        header.g = header.frame_def(FrameKind::G, "G", "G");
+        header.h = header.frame_def(FrameKind::H, "H", "H");
+        header.check_main_fields();
+        header
+    }
+
+    fn problem(&mut self, name: &str, message: String) {
+        let (start, end) = self
+            .lines
+            .iter()
+            .rev()
+            .find(|l| l.name == name)
+            .map(|l| {
+                let len = 2 + l.name.len() + 1 + l.value.len() + 1;
+                (l.offset, l.offset + len as u64)
+            })
+            .unwrap_or((self.data_start, self.data_start));
+        self.problems.push(HeaderProblem {
+            start,
+            end,
+            message,
+        });
+    }
+
+    fn read_settings(&mut self) {
+        if let Some(v) = self.get("Data version") {
+            match v.trim().parse() {
+                Ok(v @ 1..=2) => self.data_version = v,
+                _ => {
+                    let msg = format!("unknown Data version `{v}`");
+                    self.problem("Data version", msg);
+                }
+            }
+        }
+        let fw_type = self.get("Firmware type").unwrap_or("").to_owned();
+        self.firmware_revision = self.get("Firmware revision").map(str::to_owned);
+        let revision = self.firmware_revision.as_deref().unwrap_or("");
+        self.firmware = if revision.starts_with("INAV") {
+            Firmware::Inav
+        } else if revision.starts_with("Betaflight") || fw_type == "Betaflight" {
+            Firmware::Betaflight
+        } else if fw_type == "Cleanflight" {
+            Firmware::Cleanflight
+        } else {
+            Firmware::Unknown
+        };
+        // Encoding 10 is Elias gamma only in logs of the original Cleanflight, whose revision is
+        // a bare git hash; Betaflight and INAV write TAG2_3SVARIABLE there.
+        self.encoding10 = if self.firmware == Firmware::Cleanflight {
+            Encoding10::EliasGamma
+        } else {
+            Encoding10::Tag2_3SVariable
+        };
+        if let Some(v) = self.get("I interval") {
+            match v.trim().parse::<u32>() {
+                Ok(n) if n <= MAX_I_INTERVAL => self.i_interval = n.max(1),
+                _ => {
+                    let msg = format!("I interval `{v}` is not a number up to {MAX_I_INTERVAL}");
+                    self.problem("I interval", msg);
+                }
+            }
+        }
+        if let Some(v) = self.get("P interval").map(str::to_owned) {
+            let fraction: IResult<&str, (u32, u32)> =
+                separated_pair(dec_u32, tag("/"), dec_u32)(v.trim());
+            let parsed = match fraction {
+                Ok(("", (n, d))) => Some((n, d)),
+                _ => v.trim().parse::<u32>().ok().map(|d| (1, d)),
+            };
+            match parsed {
+                Some((n, d)) if n >= 1 && d >= 1 && n <= d && d <= MAX_I_INTERVAL => {
+                    self.p_num = n;
+                    self.p_denom = d;
+                }
+                _ => self.problem("P interval", format!("P interval `{v}` is not N/M or N")),
+            }
+        }
+    }
+
+    /// The integer value of a setting, or a problem when a predictor needs it and it is missing.
+    fn constant(&mut self, name: &str, index: usize, frame: &str) -> Option<i64> {
+        let value = self
+            .get(name)
+            .and_then(|v| v.split(',').nth(index))
+            .and_then(|v| v.trim().parse::<i64>().ok());
+        if value.is_none() {
+            let msg = format!("H Field {frame} predictor needs `H {name}`, which is missing");
+            self.problem(&format!("Field {frame} predictor"), msg);
+        }
+        value
+    }
+
+    fn frame_def(
+        &mut self,
+        kind: FrameKind,
+        names_from: &str,
+        layout_from: &str,
+    ) -> Option<FrameDef> {
+        let names_line = format!("Field {names_from} name");
+        let names: Vec<String> = self
+            .get(&names_line)?
+            .split(',')
+            .map(str::to_owned)
+            .collect();
+        let pred_line = format!("Field {layout_from} predictor");
+        let enc_line = format!("Field {layout_from} encoding");
+        let signed_line = format!("Field {names_from} signed");
+        let predictors = self.get(&pred_line).and_then(int_list);
+        let encodings = self.get(&enc_line).and_then(int_list);
+        let signed = self
+            .get(&signed_line)
+            .and_then(int_list)
+            .unwrap_or_default();
+        let (Some(predictors), Some(encodings)) = (predictors, encodings) else {
+            let msg =
+                format!("frame {layout_from} has names but no readable predictor/encoding lists");
+            self.problem(&names_line, msg);
+            return None;
+        };
+        if names.len() > MAX_FIELDS
+            || predictors.len() != names.len()
+            || encodings.len() != names.len()
+        {
+            let msg = format!(
+                "frame {layout_from}: {} names, {} predictors, {} encodings",
+                names.len(),
+                predictors.len(),
+                encodings.len()
+            );
+            self.problem(&pred_line, msg);
+            return None;
+        }
+        let motor0 = names.iter().position(|n| n == "motor[0]");
+        let mut fields = Vec::with_capacity(names.len());
+        let mut home_coords = 0;
+        for (i, (&p, &e)) in predictors.iter().zip(&encodings).enumerate() {
+            let predictor = match p {
+                0 => Predictor::Zero,
+                1 => Predictor::Previous,
+                2 => Predictor::StraightLine,
+                3 => Predictor::Average2,
+                4 => Predictor::MinThrottle(self.constant("minthrottle", 0, layout_from)?),
+                5 => match motor0 {
+                    Some(m) if m < i => Predictor::Motor0(m),
+                    _ => {
+                        let msg =
+                            format!("frame {layout_from}: predictor 5 without an earlier motor[0]");
+                        self.problem(&pred_line, msg);
+                        return None;
+                    }
+                },
+                6 => Predictor::Increment,
+                7 => {
+                    home_coords += 1;
+                    Predictor::HomeCoord((home_coords - 1) % 2)
+                }
+                8 => Predictor::Fixed1500,
+                9 => Predictor::VbatRef(self.constant("vbatref", 0, layout_from)?),
+                10 => Predictor::LastMainFrameTime,
+                11 => Predictor::MinMotor(self.constant("motorOutput", 0, layout_from)?),
+                other => {
+                    let msg = format!("frame {layout_from}: unknown predictor {other}");
+                    self.problem(&pred_line, msg);
+                    return None;
+                }
+            };
+            let Some(encoding) = u32::try_from(e)
+                .ok()
+                .and_then(|e| Encoding::from_id(e, self.encoding10))
+            else {
+                let msg = format!("frame {layout_from}: unknown encoding {e}");
+                self.problem(&enc_line, msg);
+                return None;
+            };
+            fields.push(FieldSpec {
+                predictor,
+                encoding,
+                signed: signed.get(i).is_some_and(|&s| s != 0),
+            });
+        }
+        Some(FrameDef::new(kind, names, fields, self.data_version))
+    }
+
+    /// Main frames need `loopIteration` and `time` to be checked at all.
+    fn check_main_fields(&mut self) {
+        if let Some(i) = &self.i
+            && (i.index_of("loopIteration").is_none() || i.index_of("time").is_none())
+        {
+            self.problem(
+                "Field I name",
+                "frame I has no loopIteration or time field".into(),
+            );
+            self.i = None;
+            self.p = None;
+        }
+    }
+
+    /// The definition of a frame type, if the header gives a usable one.
+    pub fn def(&self, kind: FrameKind) -> Option<&FrameDef> {
+        match kind {
+            FrameKind::I => self.i.as_ref(),
+            FrameKind::P => self.p.as_ref(),
+            FrameKind::S => self.s.as_ref(),
+            FrameKind::G => self.g.as_ref(),
+            FrameKind::H => self.h.as_ref(),
+            FrameKind::E => None,
+        }
+    }
+
+    /// Whether iteration `n` is logged at all under the I/P schedule.
+    pub fn is_logged(&self, n: u32) -> bool {
+        let phase = n % self.i_interval;
+        phase == 0 || (phase + self.p_num - 1) % self.p_denom < self.p_num
+    }
+
+    /// Iterations skipped on purpose after iteration `last` before the next logged one.
+    pub fn skipped_after(&self, last: u32) -> u32 {
+        let mut skipped = 0;
+        let mut n = last.wrapping_add(1);
+        // Iteration 0 of every I interval is logged, so this ends within one interval.
+        while !self.is_logged(n) && skipped < self.i_interval {
+            skipped += 1;
+            n = n.wrapping_add(1);
+        }
+        skipped
+    }
+
+    /// The value of a header line that names the craft.
+    pub fn craft_name(&self) -> Option<&str> {
+        self.get("Craft name").filter(|s| !s.is_empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(text: &str) -> Header {
+        let bytes = text.as_bytes();
+        Header::parse(bytes, 0, bytes.len())
+    }
+
+    const BASE: &str = "H Product:Blackbox flight data recorder by Nicholas Sherlock\n\
+H Data version:2\n\
+H I interval:32\n\
+H Field I name:loopIteration,time,motor[0],motor[1]\n\
+H Field I signed:0,0,0,0\n\
+H Field I predictor:0,0,11,5\n\
+H Field I encoding:1,1,1,0\n\
+H Field P predictor:6,2,1,1\n\
+H Field P encoding:9,0,0,0\n\
+H motorOutput:48,2047\n";
+
+    #[test]
+    fn frame_definitions_and_settings() {
+        let h = header(&format!("{BASE}H P interval:1/4\nI"));
+        assert_eq!(
+            h.data_start as usize,
+            BASE.len() + "H P interval:1/4\n".len()
+        );
+        let i = h.i.as_ref().unwrap();
+        assert_eq!(i.fields[2].predictor, Predictor::MinMotor(48));
+        assert_eq!(i.fields[3].predictor, Predictor::Motor0(2));
+        assert_eq!(h.p.as_ref().unwrap().names, i.names);
+        assert_eq!((h.p_num, h.p_denom), (1, 4));
+        assert!(h.problems.is_empty(), "{:?}", h.problems);
+    }
+
+    #[test]
+    fn p_interval_both_forms() {
+        let h = header(&format!("{BASE}H P interval:16\nH P ratio:16\nI"));
+        assert_eq!((h.p_num, h.p_denom), (1, 16));
+        // 1/16 within an I interval of 32: iterations 0 and 16 are logged.
+        assert_eq!(h.skipped_after(0), 15);
+        assert_eq!(h.skipped_after(16), 15);
+        let h = header(&format!("{BASE}H P interval:2/3\nI"));
+        assert_eq!((h.p_num, h.p_denom), (2, 3));
+        // Pattern from the spec for 2/3: I.PP.PP...
+        let pattern: String = (0..8)
+            .map(|n| if h.is_logged(n) { 'L' } else { '.' })
+            .collect();
+        assert_eq!(pattern, "L.LL.LL.");
+    }
+
+    #[test]
+    fn damaged_lines_are_problems_not_failures() {
+        let text = format!("{BASE}H broken line without colon\nHX\u{1}\nI");
+        let h = header(&text);
+        assert!(h.i.is_some());
+        assert_eq!(h.problems.len(), 3, "{:?}", h.problems);
+    }
+
+    #[test]
+    fn inconsistent_layouts_are_rejected() {
+        let text = BASE.replace("H Field I encoding:1,1,1,0", "H Field I encoding:1,1,1");
+        let h = header(&format!("{text}I"));
+        assert!(h.i.is_none());
+        assert!(!h.problems.is_empty());
+    }
+}

@@ -1,0 +1,82 @@
+//! The Blackbox format written by Betaflight, Cleanflight and INAV.
+//!
+//! A file holds one or more sessions, each a text header followed by frames. [`decode`] finds the
+//! sessions, parses each header and decodes its frames in file order.
+
+pub mod codec;
+pub mod decoder;
+pub mod event;
+pub mod frame;
+pub mod header;
+pub mod predictor;
+pub mod writer;
+
+use crate::report::{FileReport, Region, RegionKind};
+use decoder::{SessionBounds, SessionDecoder, Sink};
+use header::{Header, LOG_START_MARKER};
+
+/// Byte ranges of the sessions in `file`: each starts at a log start marker and runs to the next.
+pub fn find_sessions(file: &[u8]) -> Vec<SessionBounds> {
+    let starts: Vec<usize> = memchr::memmem::find_iter(file, LOG_START_MARKER).collect();
+    starts
+        .iter()
+        .enumerate()
+        .map(|(i, &start)| SessionBounds {
+            index: i + 1,
+            start,
+            end: starts.get(i + 1).copied().unwrap_or(file.len()),
+        })
+        .collect()
+}
+
+/// Whether the bytes contain a Blackbox session at all.
+pub fn is_blackbox(file: &[u8]) -> bool {
+    memchr::memmem::find(file, LOG_START_MARKER).is_some()
+}
+
+/// One session, ready to decode.
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub bounds: SessionBounds,
+    pub header: Header,
+}
+
+/// Parse the headers of every session in `file`.
+pub fn sessions(file: &[u8]) -> Vec<Session> {
+    find_sessions(file)
+        .into_iter()
+        .map(|bounds| Session {
+            header: Header::parse(file, bounds.start, bounds.end),
+            bounds,
+        })
+        .collect()
+}
+
+/// Decode every session of `file`, passing accepted frames to `sink` (told which session each
+/// belongs to by `on_session`), and report what was found.
+pub fn decode<S: Sink>(
+    path: &str,
+    file: &[u8],
+    mut on_session: impl FnMut(&Session, &mut S),
+    sink: &mut S,
+) -> FileReport {
+    let sessions = sessions(file);
+    let mut regions = Vec::new();
+    if let Some(first) = sessions.first()
+        && first.bounds.start > 0
+    {
+        regions.push(Region {
+            start: 0,
+            end: first.bounds.start as u64,
+            kind: RegionKind::NonLogData,
+        });
+    }
+    let reports = sessions
+        .iter()
+        .map(|session| {
+            on_session(session, sink);
+            SessionDecoder::new(file, &session.header, session.bounds).run(sink)
+        })
+        .collect();
+    FileReport::new(path.to_owned(), file.len() as u64, reports, regions)
+}

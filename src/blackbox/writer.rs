@@ -1,0 +1,134 @@
+//! Writing Blackbox sessions: the encoder side of every codec and predictor, with the same
+//! prediction state the decoder keeps, so that what is written decodes to the values given.
+
+use super::event::Event;
+use super::frame::FrameKind;
+use super::header::{Header, LOG_START_MARKER};
+use super::predictor::Context;
+
+/// Writes one session: header lines, then frames.
+pub struct SessionWriter {
+    header: Header,
+    out: Vec<u8>,
+    previous: Option<Vec<i64>>,
+    previous2: Option<Vec<i64>>,
+    last_iteration: Option<u32>,
+    last_main_time: i64,
+    home: Vec<i64>,
+}
+
+impl SessionWriter {
+    /// Start a session with the log start marker followed by `lines` (`name`, `value`).
+    pub fn new<N: AsRef<str>, V: AsRef<str>>(lines: &[(N, V)]) -> SessionWriter {
+        let mut out = LOG_START_MARKER.to_vec();
+        for (name, value) in lines {
+            out.extend_from_slice(format!("H {}:{}\n", name.as_ref(), value.as_ref()).as_bytes());
+        }
+        let header = Header::parse(&out, 0, out.len());
+        let home = vec![0; header.h.as_ref().map_or(0, |d| d.len())];
+        SessionWriter {
+            header,
+            out,
+            previous: None,
+            previous2: None,
+            last_iteration: None,
+            last_main_time: 0,
+            home,
+        }
+    }
+
+    /// The header as the decoder will read it.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    fn main_field(&self, values: &[i64], name: &str) -> i64 {
+        self.header
+            .i
+            .as_ref()
+            .and_then(|d| d.index_of(name))
+            .and_then(|i| values.get(i).copied())
+            .unwrap_or(0)
+    }
+
+    /// Write a main frame (I or P) holding `values`, one per I field.
+    ///
+    /// # Panics
+    /// If the header does not define the frame type or `values` has the wrong length.
+    pub fn main(&mut self, kind: FrameKind, values: &[i64]) {
+        let def = self
+            .header
+            .def(kind)
+            .expect("frame type defined in the header");
+        assert_eq!(values.len(), def.len(), "one value per field");
+        let ctx = match kind {
+            FrameKind::P => Context {
+                previous: self.previous.as_deref(),
+                previous2: self.previous2.as_deref(),
+                skipped: self
+                    .last_iteration
+                    .map_or(0, |l| self.header.skipped_after(l)),
+                ..Context::default()
+            },
+            _ => Context::default(),
+        };
+        self.out.push(kind.byte());
+        def.encode(values, &ctx, &mut self.out);
+        self.previous2 = match kind {
+            FrameKind::P => self.previous.take(),
+            _ => Some(values.to_vec()),
+        };
+        self.previous = Some(values.to_vec());
+        self.last_iteration = Some(self.main_field(values, "loopIteration") as u32);
+        self.last_main_time = self.main_field(values, "time");
+    }
+
+    /// Write an S, G or H frame.
+    ///
+    /// # Panics
+    /// If the header does not define the frame type or `values` has the wrong length.
+    pub fn other(&mut self, kind: FrameKind, values: &[i64]) {
+        let def = self
+            .header
+            .def(kind)
+            .expect("frame type defined in the header");
+        assert_eq!(values.len(), def.len(), "one value per field");
+        let ctx = Context {
+            home: (kind == FrameKind::G).then_some(self.home.as_slice()),
+            last_main_time: if kind == FrameKind::G {
+                self.last_main_time
+            } else {
+                0
+            },
+            ..Context::default()
+        };
+        self.out.push(kind.byte());
+        def.encode(values, &ctx, &mut self.out);
+        if kind == FrameKind::H {
+            self.home = values.to_vec();
+        }
+    }
+
+    /// Write an event.
+    pub fn event(&mut self, event: &Event) {
+        event.encode(&mut self.out);
+        if let Event::LoggingResume { iteration, .. } = *event {
+            self.last_iteration = Some(iteration);
+        }
+    }
+
+    /// Append raw bytes (padding, or damage in tests).
+    pub fn raw(&mut self, bytes: &[u8]) {
+        self.out.extend_from_slice(bytes);
+    }
+
+    /// The session's bytes so far.
+    pub fn bytes(&self) -> &[u8] {
+        &self.out
+    }
+
+    /// The finished session.
+    pub fn finish(self) -> Vec<u8> {
+        self.out
+    }
+}

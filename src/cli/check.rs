@@ -1,0 +1,139 @@
+//! `bbcheck check`: a summary per file and session, and every corrupt span, as text or JSON.
+
+use super::{EXIT_CLEAN, EXIT_DAMAGED, EXIT_ERROR, Error, read_input};
+use crate::blackbox::{self, decoder::Discard};
+use crate::report::{FileReport, SessionReport};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Log files to check.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// Print one JSON document per file instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Check one file.
+pub fn check_file(path: &Path) -> Result<FileReport, Error> {
+    let data = read_input(path)?;
+    if !blackbox::is_blackbox(&data) {
+        return Err(Error::NotALog {
+            path: path.to_owned(),
+            size: data.len() as u64,
+        });
+    }
+    let name = path.display().to_string();
+    Ok(blackbox::decode(&name, &data, |_, _| {}, &mut Discard))
+}
+
+pub fn run(args: &Args) -> Result<u8, Error> {
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    let mut code = EXIT_CLEAN;
+    for path in &args.files {
+        let report = match check_file(path) {
+            Ok(report) => report,
+            Err(Error::BrokenPipe) => return Err(Error::BrokenPipe),
+            Err(e) => {
+                eprintln!("bbcheck: {e}");
+                code = EXIT_ERROR;
+                continue;
+            }
+        };
+        if !report.is_clean() && code == EXIT_CLEAN {
+            code = EXIT_DAMAGED;
+        }
+        let written = if args.json {
+            serde_json::to_writer(&mut out, &report)
+                .map_err(io::Error::from)
+                .and_then(|()| writeln!(out))
+        } else {
+            write_human(&mut out, &report)
+        };
+        written.map_err(|e| Error::io(Path::new("<stdout>"), e))?;
+    }
+    Ok(code)
+}
+
+fn seconds(us: u64) -> String {
+    format!("{:.3} s", us as f64 / 1e6)
+}
+
+fn write_session(out: &mut impl Write, s: &SessionReport) -> io::Result<()> {
+    let firmware = s.firmware_revision.as_deref().unwrap_or("unknown firmware");
+    write!(
+        out,
+        "  session {} [{}..{}): {firmware}",
+        s.index, s.start, s.end
+    )?;
+    if let Some(craft) = &s.craft_name {
+        write!(out, ", craft \"{craft}\"")?;
+    }
+    writeln!(out)?;
+    let f = &s.frames;
+    write!(
+        out,
+        "    frames: I {} P {} S {} G {} H {} E {}",
+        f.i, f.p, f.s, f.g, f.h, f.e
+    )?;
+    if let Some(d) = s.duration_us {
+        write!(out, "; duration {}", seconds(d))?;
+    }
+    if let Some(l) = s.loop_time_us {
+        write!(out, "; loop {l:.1} µs")?;
+    }
+    writeln!(out)?;
+    if !s.events.is_empty() {
+        let events: Vec<String> = s.events.iter().map(|(n, c)| format!("{n} ×{c}")).collect();
+        writeln!(out, "    events: {}", events.join(", "))?;
+    }
+    let ending = if s.log_end {
+        "ends with a log-end event"
+    } else {
+        "no log-end event (recording cut short)"
+    };
+    let verdict = if s.is_clean() { "clean" } else { "damaged" };
+    writeln!(out, "    {verdict}; {ending}")?;
+    for problem in &s.header_problems {
+        writeln!(out, "    header: {problem}")?;
+    }
+    Ok(())
+}
+
+fn write_human(out: &mut impl Write, report: &FileReport) -> io::Result<()> {
+    writeln!(
+        out,
+        "{}: {} bytes, {} session(s): {}",
+        report.path,
+        report.size,
+        report.sessions.len(),
+        report.verdict
+    )?;
+    for session in &report.sessions {
+        write_session(out, session)?;
+    }
+    for span in &report.corrupt_spans {
+        write!(
+            out,
+            "{}:{}: damaged [{}..{}) {} bytes, session {}: {}",
+            report.path,
+            span.start,
+            span.start,
+            span.end,
+            span.end - span.start,
+            span.session,
+            span.reason.as_str()
+        )?;
+        if span.frames_lost > 0 {
+            write!(out, "; {} main frames lost", span.frames_lost)?;
+        }
+        if let (Some(a), Some(b)) = (span.time_start_us, span.time_end_us) {
+            write!(out, "; flight time {} – {}", seconds(a), seconds(b))?;
+        }
+        writeln!(out)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,262 @@
+//! `bbcheck export`: the accepted frames as JSON Lines on standard output, or as one CSV file per
+//! session in the layout of the reference C decoder.
+
+use super::output::AtomicFile;
+use super::{EXIT_CLEAN, EXIT_DAMAGED, Error, read_input};
+use crate::blackbox::decoder::{EventFrame, Frame, Sink};
+use crate::blackbox::frame::FrameKind;
+use crate::blackbox::{self, Session};
+use serde_json::json;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("format").required(true).args(["jsonl", "csv"])))]
+pub struct Args {
+    /// Log file to export.
+    file: PathBuf,
+    /// JSON Lines on standard output: a session record, then one record per frame and event.
+    #[arg(long)]
+    jsonl: bool,
+    /// One CSV file per session, `<stem>.NN.csv`: main frames with the slow-frame fields appended.
+    #[arg(long)]
+    csv: bool,
+    /// Directory for CSV files (default: the input's directory).
+    #[arg(long, short = 'o')]
+    output_dir: Option<PathBuf>,
+}
+
+pub fn run(args: &Args) -> Result<u8, Error> {
+    let data = read_input(&args.file)?;
+    if !blackbox::is_blackbox(&data) {
+        return Err(Error::NotALog {
+            path: args.file.clone(),
+            size: data.len() as u64,
+        });
+    }
+    let name = args.file.display().to_string();
+    let report = if args.jsonl {
+        let stdout = io::stdout();
+        let mut sink = JsonlSink {
+            out: BufWriter::with_capacity(1 << 16, stdout.lock()),
+            session: 0,
+            error: None,
+        };
+        let report = blackbox::decode(&name, &data, JsonlSink::start_session, &mut sink);
+        if sink.error.is_none()
+            && let Err(e) = sink.out.flush()
+        {
+            sink.error = Some(e);
+        }
+        if let Some(e) = sink.error {
+            return Err(Error::io(Path::new("<stdout>"), e));
+        }
+        report
+    } else {
+        let dir = match &args.output_dir {
+            Some(dir) => dir.clone(),
+            None => args
+                .file
+                .parent()
+                .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
+        };
+        let stem = args
+            .file
+            .file_stem()
+            .map_or_else(|| "log".into(), |s| s.to_string_lossy().into_owned());
+        let mut sink = CsvSink {
+            dir,
+            stem,
+            files: Vec::new(),
+            layout: None,
+            slow: Vec::new(),
+            error: None,
+        };
+        let report = blackbox::decode(&name, &data, CsvSink::start_session, &mut sink);
+        if let Some(e) = sink.error {
+            return Err(e);
+        }
+        for file in sink.files {
+            file.commit()?;
+        }
+        report
+    };
+    Ok(if report.is_clean() {
+        EXIT_CLEAN
+    } else {
+        EXIT_DAMAGED
+    })
+}
+
+/// Write `values`, with the time field replaced by its 64-bit monotonic value.
+fn write_values(out: &mut impl Write, frame: &Frame<'_>, separator: &str) -> io::Result<()> {
+    for (i, v) in frame.values.iter().enumerate() {
+        if i > 0 {
+            out.write_all(separator.as_bytes())?;
+        }
+        match frame.time {
+            Some((t, time)) if t == i => write!(out, "{time}")?,
+            _ => write!(out, "{v}")?,
+        }
+    }
+    Ok(())
+}
+
+struct JsonlSink<W: Write> {
+    out: W,
+    session: usize,
+    error: Option<io::Error>,
+}
+
+impl<W: Write> JsonlSink<W> {
+    fn start_session(session: &Session, sink: &mut Self) {
+        sink.session = session.bounds.index;
+        let h = &session.header;
+        let names = |kind| h.def(kind).map_or_else(Vec::new, |d| d.names.clone());
+        let headers: serde_json::Map<String, serde_json::Value> = h
+            .lines
+            .iter()
+            .map(|l| (l.name.clone(), l.value.clone().into()))
+            .collect();
+        let record = json!({
+            "type": "session",
+            "session": session.bounds.index,
+            "offset": session.bounds.start,
+            "fields": {
+                "I": names(FrameKind::I),
+                "P": names(FrameKind::P),
+                "S": names(FrameKind::S),
+                "G": names(FrameKind::G),
+                "H": names(FrameKind::H),
+            },
+            "headers": headers,
+        });
+        sink.emit(|out| {
+            serde_json::to_writer(&mut *out, &record)?;
+            writeln!(out)
+        });
+    }
+
+    fn emit(&mut self, f: impl FnOnce(&mut W) -> io::Result<()>) {
+        if self.error.is_none()
+            && let Err(e) = f(&mut self.out)
+        {
+            self.error = Some(e);
+        }
+    }
+}
+
+impl<W: Write> Sink for JsonlSink<W> {
+    fn frame(&mut self, frame: &Frame<'_>) {
+        let session = self.session;
+        self.emit(|out| {
+            write!(
+                out,
+                "{{\"type\":\"{}\",\"session\":{session},\"offset\":{},\"values\":[",
+                frame.kind.as_str(),
+                frame.offset
+            )?;
+            write_values(out, frame, ",")?;
+            out.write_all(b"]}\n")
+        });
+    }
+
+    fn event(&mut self, event: &EventFrame<'_>) {
+        let record = json!({
+            "type": "E",
+            "session": self.session,
+            "offset": event.offset,
+            "event": event.event.id(),
+            "name": event.event.name(),
+            "data": event.event.data(),
+        });
+        self.emit(|out| {
+            serde_json::to_writer(&mut *out, &record)?;
+            writeln!(out)
+        });
+    }
+}
+
+struct CsvSink {
+    dir: PathBuf,
+    stem: String,
+    files: Vec<AtomicFile>,
+    /// Main field count of the session being written.
+    layout: Option<usize>,
+    slow: Vec<i64>,
+    error: Option<Error>,
+}
+
+/// The column name the reference C decoder uses for a field.
+fn column_name(name: &str) -> String {
+    match name {
+        "time" => "time (us)".into(),
+        other => other.to_owned(),
+    }
+}
+
+impl CsvSink {
+    fn start_session(session: &Session, sink: &mut Self) {
+        if sink.error.is_some() {
+            return;
+        }
+        let h = &session.header;
+        let Some(main) = h.def(FrameKind::I) else {
+            sink.layout = None;
+            return;
+        };
+        let slow_names = h.def(FrameKind::S).map_or(&[][..], |d| &d.names[..]);
+        let path = sink
+            .dir
+            .join(format!("{}.{:02}.csv", sink.stem, session.bounds.index));
+        let mut file = match AtomicFile::create(&path) {
+            Ok(f) => f,
+            Err(e) => {
+                sink.error = Some(e);
+                return;
+            }
+        };
+        let columns: Vec<String> = main
+            .names
+            .iter()
+            .chain(slow_names)
+            .map(|n| column_name(n))
+            .collect();
+        if let Err(e) = writeln!(file.writer(), "{}", columns.join(", ")) {
+            sink.error = Some(Error::io(&path, e));
+            return;
+        }
+        sink.layout = Some(main.len());
+        sink.slow = vec![0; slow_names.len()];
+        sink.files.push(file);
+    }
+}
+
+impl Sink for CsvSink {
+    fn frame(&mut self, frame: &Frame<'_>) {
+        if self.error.is_some() || self.layout.is_none() {
+            return;
+        }
+        match frame.kind {
+            FrameKind::S => {
+                let n = self.slow.len();
+                self.slow.copy_from_slice(&frame.values[..n]);
+            }
+            FrameKind::I | FrameKind::P => {
+                let slow = &self.slow;
+                let file = self.files.last_mut().expect("a file per session");
+                let out = file.writer();
+                let result = write_values(out, frame, ", ").and_then(|()| {
+                    for v in slow {
+                        write!(out, ", {v}")?;
+                    }
+                    writeln!(out)
+                });
+                if let Err(e) = result {
+                    self.error = Some(Error::io(&self.dir, e));
+                }
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,107 @@
+//! The `bbcheck` command line: argument parsing, one module per subcommand, exit codes.
+//!
+//! Exit codes: 0 when every file is clean, 1 when damage was found, 2 when a file could not be read
+//! or the arguments are wrong.
+
+mod check;
+mod export;
+mod output;
+
+use clap::{Parser, Subcommand};
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Exit code: every file is clean.
+pub const EXIT_CLEAN: u8 = 0;
+/// Exit code: damage was found.
+pub const EXIT_DAMAGED: u8 = 1;
+/// Exit code: a file could not be read, or the arguments are wrong.
+pub const EXIT_ERROR: u8 = 2;
+
+/// Diagnose, salvage and export damaged flight logs.
+#[derive(Debug, Parser)]
+#[command(name = "bbcheck", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Report, per file and session, what decodes and which byte ranges are damaged.
+    Check(check::Args),
+    /// Write the decoded frames as JSON Lines (to standard output) or CSV files.
+    Export(export::Args),
+}
+
+/// A failure that stops work on a file.
+#[derive(Debug)]
+pub enum Error {
+    /// The file could not be read or written.
+    Io { path: PathBuf, source: io::Error },
+    /// The file holds no log of a known format.
+    NotALog { path: PathBuf, size: u64 },
+    /// Standard output was closed by the reader (not an error for the user).
+    BrokenPipe,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Io { path, source } => write!(f, "{}: {source}", path.display()),
+            Error::NotALog { path, size } => write!(
+                f,
+                "{}: offset 0: not a Blackbox log (no log start marker in {size} bytes)",
+                path.display()
+            ),
+            Error::BrokenPipe => write!(f, "broken pipe"),
+        }
+    }
+}
+
+impl Error {
+    fn io(path: &Path, source: io::Error) -> Error {
+        if source.kind() == io::ErrorKind::BrokenPipe {
+            Error::BrokenPipe
+        } else {
+            Error::Io {
+                path: path.to_owned(),
+                source,
+            }
+        }
+    }
+}
+
+/// Read a whole input file.
+fn read_input(path: &Path) -> Result<Vec<u8>, Error> {
+    std::fs::read(path).map_err(|e| Error::io(path, e))
+}
+
+/// Parse the arguments, run the command and return the exit code.
+pub fn main() -> u8 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                EXIT_ERROR
+            } else {
+                EXIT_CLEAN
+            };
+            let _ = e.print();
+            return code;
+        }
+    };
+    let result = match cli.command {
+        Command::Check(args) => check::run(&args),
+        Command::Export(args) => export::run(&args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(Error::BrokenPipe) => EXIT_CLEAN,
+        Err(e) => {
+            eprintln!("bbcheck: {e}");
+            EXIT_ERROR
+        }
+    }
+}

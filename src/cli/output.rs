@@ -1,0 +1,53 @@
+//! Output files that appear whole or not at all: written to a temporary file in the target
+//! directory, renamed into place on commit, removed if dropped uncommitted.
+
+use super::Error;
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+
+/// A file being written; it replaces `path` only when [`AtomicFile::commit`] is called.
+pub struct AtomicFile {
+    path: PathBuf,
+    temp: PathBuf,
+    writer: Option<BufWriter<File>>,
+}
+
+impl AtomicFile {
+    /// Start writing `path`.
+    pub fn create(path: &Path) -> Result<AtomicFile, Error> {
+        let name = path
+            .file_name()
+            .map_or_else(|| "output".into(), |n| n.to_string_lossy().into_owned());
+        let temp = path.with_file_name(format!(".{name}.{}.partial", std::process::id()));
+        let file = File::create(&temp).map_err(|e| Error::io(&temp, e))?;
+        Ok(AtomicFile {
+            path: path.to_owned(),
+            temp,
+            writer: Some(BufWriter::new(file)),
+        })
+    }
+
+    /// The writer.
+    pub fn writer(&mut self) -> &mut BufWriter<File> {
+        self.writer.as_mut().expect("not yet committed")
+    }
+
+    /// Flush, sync and move the file into place.
+    pub fn commit(mut self) -> Result<(), Error> {
+        let writer = self.writer.take().expect("committed once");
+        let file = writer
+            .into_inner()
+            .map_err(|e| Error::io(&self.temp, e.into_error()))?;
+        file.sync_all().map_err(|e| Error::io(&self.temp, e))?;
+        std::fs::rename(&self.temp, &self.path).map_err(|e| Error::io(&self.path, e))
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if self.writer.take().is_some() {
+            let _ = std::fs::remove_file(&self.temp);
+        }
+    }
+}

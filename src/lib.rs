@@ -1,0 +1,10 @@
+//! `bbcheck`: diagnose, salvage and export damaged flight logs.
+//!
+//! The library decodes Blackbox logs ([`blackbox`]) into frames passed to a [`blackbox::decoder::Sink`]
+//! and a [`report::FileReport`] that accounts for every byte: accepted frames, regions that are not
+//! damage (headers, padding, bytes after the log end) and corrupt spans with their reasons.
+
+pub mod blackbox;
+pub mod cli;
+pub mod report;
+pub mod synth;

@@ -1,0 +1,202 @@
+//! What `check` finds in a file: sessions, frame counts, corrupt spans with reasons, and the
+//! regions that are not damage. Every byte of a file is in exactly one region or corrupt span.
+
+use crate::blackbox::header::Firmware;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Why a span of bytes could not be trusted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DamageReason {
+    /// Bytes that are not the start of any frame.
+    Garbage,
+    /// A frame decoded, but the byte after it does not start a frame.
+    FrameRejectedNextByte,
+    /// A frame would be longer than any frame can be.
+    FrameTooLong,
+    /// A field encoding that no encoder writes (e.g. an over-long varint).
+    BadEncoding,
+    /// A main frame's loopIteration moved backwards or jumped too far.
+    ImplausibleIteration,
+    /// A main frame's time moved backwards or jumped too far.
+    ImplausibleTime,
+    /// A P frame whose prediction history was lost.
+    StalePFrame,
+    /// A GPS frame with no GPS home frame before it.
+    NoGpsHome,
+    /// An event id whose payload length is unknown.
+    UnknownEvent,
+    /// A frame type the header does not define.
+    UndefinedFrameType,
+    /// The data ends inside a frame.
+    Truncated,
+    /// A header line that is not `H name:value`, or a header that does not define the frames.
+    HeaderDamaged,
+}
+
+impl DamageReason {
+    /// The reason as written in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DamageReason::Garbage => "garbage",
+            DamageReason::FrameRejectedNextByte => "frame-rejected-next-byte",
+            DamageReason::FrameTooLong => "frame-too-long",
+            DamageReason::BadEncoding => "bad-encoding",
+            DamageReason::ImplausibleIteration => "implausible-iteration",
+            DamageReason::ImplausibleTime => "implausible-time",
+            DamageReason::StalePFrame => "stale-p-frame",
+            DamageReason::NoGpsHome => "no-gps-home",
+            DamageReason::UnknownEvent => "unknown-event",
+            DamageReason::UndefinedFrameType => "undefined-frame-type",
+            DamageReason::Truncated => "truncated",
+            DamageReason::HeaderDamaged => "header-damaged",
+        }
+    }
+}
+
+/// Bytes that are not damage, by what they are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RegionKind {
+    /// Session header lines.
+    Header,
+    /// Accepted frames.
+    Frames,
+    /// Bytes before the first session (other users of the storage).
+    NonLogData,
+    /// Bytes after a log-end event.
+    AfterLogEnd,
+    /// Erased flash (0xFF) at the end of a session.
+    ErasedFlash,
+    /// Zero bytes at the end of a session.
+    ZeroFill,
+}
+
+/// A half-open byte range `[start, end)` with what it holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Region {
+    pub start: u64,
+    pub end: u64,
+    pub kind: RegionKind,
+}
+
+/// A damaged byte range: half-open, absolute.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CorruptSpan {
+    pub start: u64,
+    pub end: u64,
+    /// The first problem found in the span.
+    pub reason: DamageReason,
+    /// Session the span belongs to (1-based).
+    pub session: usize,
+    /// Main frames the I/P schedule says were logged in the span but could not be trusted.
+    pub frames_lost: u64,
+    /// Loop iterations between the last trusted main frame before the span and the first after.
+    pub iterations_lost: u64,
+    /// Flight time (µs, 64-bit monotonic) of the last trusted main frame before the span.
+    pub time_start_us: Option<u64>,
+    /// Flight time of the first trusted main frame after the span.
+    pub time_end_us: Option<u64>,
+}
+
+/// Frames accepted, by type.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct FrameCounts {
+    #[serde(rename = "I")]
+    pub i: u64,
+    #[serde(rename = "P")]
+    pub p: u64,
+    #[serde(rename = "S")]
+    pub s: u64,
+    #[serde(rename = "G")]
+    pub g: u64,
+    #[serde(rename = "H")]
+    pub h: u64,
+    #[serde(rename = "E")]
+    pub e: u64,
+}
+
+/// What one session holds.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionReport {
+    /// 1-based, in file order.
+    pub index: usize,
+    pub start: u64,
+    pub end: u64,
+    /// First byte after the header.
+    pub data_start: u64,
+    pub firmware: Firmware,
+    pub firmware_revision: Option<String>,
+    pub craft_name: Option<String>,
+    pub frames: FrameCounts,
+    /// Accepted events by name.
+    pub events: BTreeMap<String, u64>,
+    pub first_iteration: Option<u32>,
+    pub last_iteration: Option<u32>,
+    pub first_time_us: Option<u64>,
+    pub last_time_us: Option<u64>,
+    pub duration_us: Option<u64>,
+    /// Mean loop time measured from accepted main frames.
+    pub loop_time_us: Option<f64>,
+    /// Whether the session ends with a log-end event.
+    pub log_end: bool,
+    pub header_problems: Vec<String>,
+    pub corrupt_spans: Vec<CorruptSpan>,
+    pub regions: Vec<Region>,
+}
+
+impl SessionReport {
+    /// Whether nothing in the session is damaged.
+    pub fn is_clean(&self) -> bool {
+        self.corrupt_spans.is_empty()
+    }
+}
+
+/// What one file holds.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FileReport {
+    pub path: String,
+    pub size: u64,
+    pub format: &'static str,
+    /// `clean` or `damaged`.
+    pub verdict: &'static str,
+    pub sessions: Vec<SessionReport>,
+    /// Regions outside every session (bytes before the first one).
+    pub regions: Vec<Region>,
+    /// Every corrupt span of every session, in file order.
+    pub corrupt_spans: Vec<CorruptSpan>,
+}
+
+impl FileReport {
+    /// Build the file report from its sessions.
+    pub fn new(
+        path: String,
+        size: u64,
+        sessions: Vec<SessionReport>,
+        regions: Vec<Region>,
+    ) -> Self {
+        let corrupt_spans: Vec<CorruptSpan> = sessions
+            .iter()
+            .flat_map(|s| s.corrupt_spans.iter().cloned())
+            .collect();
+        FileReport {
+            path,
+            size,
+            format: "blackbox",
+            verdict: if corrupt_spans.is_empty() {
+                "clean"
+            } else {
+                "damaged"
+            },
+            sessions,
+            regions,
+            corrupt_spans,
+        }
+    }
+
+    /// Whether nothing in the file is damaged.
+    pub fn is_clean(&self) -> bool {
+        self.corrupt_spans.is_empty()
+    }
+}
