@@ -200,3 +200,43 @@ impl FileReport {
         self.corrupt_spans.is_empty()
     }
 }
+
+impl FileReport {
+    /// Verify that regions and corrupt spans tile `[0, size)` exactly: sorted, disjoint, every byte
+    /// counted once. Returns the first violation found.
+    pub fn check_accounting(&self) -> Result<(), String> {
+        let mut pieces: Vec<(u64, u64, &str)> = self
+            .regions
+            .iter()
+            .chain(self.sessions.iter().flat_map(|s| s.regions.iter()))
+            .map(|r| (r.start, r.end, "region"))
+            .chain(
+                self.corrupt_spans
+                    .iter()
+                    .map(|c| (c.start, c.end, c.reason.as_str())),
+            )
+            .collect();
+        pieces.sort_unstable();
+        let mut pos = 0;
+        for (start, end, what) in pieces {
+            if start >= end {
+                return Err(format!("empty or reversed {what} [{start}..{end})"));
+            }
+            if start != pos {
+                return Err(format!("{what} starts at {start}, expected {pos}"));
+            }
+            pos = end;
+        }
+        if pos != self.size {
+            return Err(format!(
+                "accounting ends at {pos}, file has {} bytes",
+                self.size
+            ));
+        }
+        let spans = &self.corrupt_spans;
+        if spans.windows(2).any(|w| w[0].end > w[1].start) {
+            return Err("corrupt spans are not sorted and disjoint".into());
+        }
+        Ok(())
+    }
+}

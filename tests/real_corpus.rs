@@ -216,10 +216,13 @@ fn session_bounds_and_header_ends_match_the_corpus() {
         for (s, w) in sessions.iter().zip(want) {
             assert_eq!(s.bounds.start as u64, w["offset"].as_u64().unwrap());
             assert_eq!(s.bounds.end as u64, w["end"].as_u64().unwrap());
-            assert_eq!(
-                s.header.data_start,
-                w["data_start"].as_u64().unwrap(),
-                "{} session {}",
+            // The reference reads erased flash after a header as more header; here the header
+            // ends where the padding starts, so the two may differ only by padding bytes.
+            let ours = s.header.data_start as usize;
+            let theirs = w["data_start"].as_u64().unwrap() as usize;
+            assert!(
+                ours == theirs || (ours < theirs && data[ours..theirs].iter().all(|&b| b == 0xFF)),
+                "{} session {}: header ends at {ours}, reference at {theirs}",
                 log.display(),
                 s.bounds.index
             );

@@ -1,0 +1,262 @@
+//! The `bbcheck` executable as a user drives it: exit codes, errors, output shapes, output files.
+
+mod common;
+
+use common::bbcheck;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn demo() -> PathBuf {
+    common::own_corpus().join("generated/demo.bbl")
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("bbcheck-test-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The demo log with `count` bytes removed at `at`: the dominant real fault.
+fn damaged_demo(dir: &Path, at: usize, count: usize) -> PathBuf {
+    let mut data = std::fs::read(demo()).unwrap();
+    data.drain(at..at + count);
+    let path = dir.join("damaged.bbl");
+    std::fs::write(&path, data).unwrap();
+    path
+}
+
+#[test]
+fn a_clean_log_exits_zero_with_a_summary() {
+    let out = bbcheck(&["check", demo().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("2 session(s): clean"), "{text}");
+    assert!(
+        text.contains("Betaflight 4.2.9 (synthetic) SYNTH"),
+        "{text}"
+    );
+    assert!(
+        text.contains("frames: I 16 P 496 S 2 G 6 H 1 E 4"),
+        "{text}"
+    );
+    assert!(text.contains("loop 125.0 µs"), "{text}");
+}
+
+#[test]
+fn json_report_has_the_documented_shape() {
+    let out = bbcheck(&["check", "--json", demo().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["verdict"], "clean");
+    assert_eq!(report["format"], "blackbox");
+    assert_eq!(report["corrupt_spans"].as_array().unwrap().len(), 0);
+    let sessions = report["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 2);
+    assert_eq!(sessions[0]["frames"]["G"], 6);
+    assert_eq!(sessions[1]["log_end"], true);
+    // The second flight starts 150 ms before the 32-bit microsecond clock wraps.
+    assert!(sessions[1]["last_time_us"].as_u64().unwrap() > 1 << 32);
+    assert_eq!(sessions[1]["duration_us"], 374_750);
+}
+
+#[test]
+fn damage_exits_one_and_is_located() {
+    let dir = temp_dir("damage");
+    let path = damaged_demo(&dir, 5000, 7);
+    let out = bbcheck(&["check", "--json", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["verdict"], "damaged");
+    let spans = report["corrupt_spans"].as_array().unwrap();
+    assert!(!spans.is_empty());
+    // The damage point lies inside a reported span or within one frame (at most 256 bytes) of one.
+    let near = spans.iter().any(|s| {
+        let (a, b) = (s["start"].as_u64().unwrap(), s["end"].as_u64().unwrap());
+        a <= 5000 + 256 && 5000 <= b + 256
+    });
+    assert!(near, "{spans:?}");
+    assert_eq!(
+        report["sessions"][0]["corrupt_spans"],
+        report["corrupt_spans"]
+    );
+    let human = bbcheck(&["check", path.to_str().unwrap()]);
+    assert_eq!(human.status.code(), Some(1));
+    let text = String::from_utf8(human.stdout).unwrap();
+    assert!(
+        text.contains(&format!("{}:", path.display())) && text.contains("damaged ["),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_file_that_is_not_a_log_is_an_error() {
+    let dir = temp_dir("notalog");
+    let path = dir.join("notes.txt");
+    std::fs::write(&path, b"just some text\n").unwrap();
+    let out = bbcheck(&["check", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("notes.txt") && err.contains("offset 0") && err.contains("not a Blackbox log"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn missing_files_and_bad_arguments_exit_two() {
+    let out = bbcheck(&["check", "/nonexistent/log.bbl"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/log.bbl"));
+    assert_eq!(bbcheck(&["check"]).status.code(), Some(2));
+    assert_eq!(bbcheck(&["frobnicate"]).status.code(), Some(2));
+    assert_eq!(
+        bbcheck(&["export", demo().to_str().unwrap()]).status.code(),
+        Some(2)
+    );
+    // One bad file among good ones still checks the good ones.
+    let out = bbcheck(&["check", demo().to_str().unwrap(), "/nonexistent/log.bbl"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("clean"));
+}
+
+#[test]
+fn jsonl_export_lists_sessions_frames_and_events_in_file_order() {
+    let out = bbcheck(&["export", demo().to_str().unwrap(), "--jsonl"]);
+    assert_eq!(out.status.code(), Some(0));
+    let records: Vec<Value> = out
+        .stdout
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice(l).unwrap())
+        .collect();
+    let first = &records[0];
+    assert_eq!(first["type"], "session");
+    assert_eq!(first["session"], 1);
+    assert_eq!(first["offset"], 0);
+    assert_eq!(first["fields"]["I"][0], "loopIteration");
+    assert_eq!(first["fields"]["P"], first["fields"]["I"]);
+    assert_eq!(first["fields"]["H"][1], "GPS_home[1]");
+    assert_eq!(first["headers"]["I interval"], "256");
+    let mut last_offset = 0;
+    let mut last_time = 0;
+    let mut session = 0;
+    for r in &records {
+        if r["type"] == "session" {
+            session = r["session"].as_u64().unwrap();
+            last_time = 0;
+            continue;
+        }
+        assert_eq!(r["session"], session);
+        let offset = r["offset"].as_u64().unwrap();
+        assert!(offset > last_offset, "file order");
+        last_offset = offset;
+        if r["type"] == "I" || r["type"] == "P" {
+            let time = r["values"][1].as_u64().unwrap();
+            assert!(
+                time > last_time,
+                "time is monotonic across the 32-bit rollover"
+            );
+            last_time = time;
+        }
+    }
+    let events: Vec<&Value> = records.iter().filter(|r| r["type"] == "E").collect();
+    assert_eq!(events.len(), 8);
+    assert_eq!(events[0]["name"], "sync_beep");
+    assert_eq!(events[0]["data"]["time"], 30_000_000);
+    assert_eq!(events[3]["event"], 255);
+    assert_eq!(events[3]["name"], "log_end");
+    let mains = records
+        .iter()
+        .filter(|r| r["type"] == "I" || r["type"] == "P")
+        .count();
+    assert_eq!(mains, 16 + 496 + 94 + 1406);
+}
+
+#[test]
+fn csv_export_writes_one_file_per_session() {
+    let dir = temp_dir("csv");
+    let out = bbcheck(&[
+        "export",
+        demo().to_str().unwrap(),
+        "--csv",
+        "-o",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["demo.01.csv", "demo.02.csv"]);
+    let text = std::fs::read_to_string(dir.join("demo.01.csv")).unwrap();
+    let mut lines = text.lines();
+    let header = lines.next().unwrap();
+    assert!(
+        header.starts_with("loopIteration, time (us), axisP[0]"),
+        "{header}"
+    );
+    assert!(header.ends_with("motor[3], flightModeFlags, stateFlags, failsafePhase, rxSignalReceived, rxFlightChannelsValid"), "{header}");
+    let rows: Vec<&str> = lines.collect();
+    assert_eq!(rows.len(), 16 + 496);
+    assert!(rows[0].starts_with("0, 30000000, "), "{}", rows[0]);
+    let columns = header.split(", ").count();
+    assert!(rows.iter().all(|r| r.split(", ").count() == columns));
+}
+
+#[test]
+fn failed_exports_leave_no_output_and_inputs_are_never_modified() {
+    let dir = temp_dir("nopartial");
+    let input = dir.join("in.bbl");
+    std::fs::copy(demo(), &input).unwrap();
+    let before = std::fs::read(&input).unwrap();
+    let missing = dir.join("no-such-dir");
+    let out = bbcheck(&[
+        "export",
+        input.to_str().unwrap(),
+        "--csv",
+        "-o",
+        missing.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!missing.exists());
+    let out = bbcheck(&["export", input.to_str().unwrap(), "--csv"]);
+    assert_eq!(out.status.code(), Some(0));
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("partial"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    assert_eq!(std::fs::read(&input).unwrap(), before);
+}
+
+#[test]
+fn every_byte_is_accounted_for_once() {
+    let dir = temp_dir("accounting");
+    let mut files = vec![demo(), damaged_demo(&dir, 20_000, 300)];
+    if let Some(corpus) = common::corpus() {
+        for entry in std::fs::read_dir(corpus.join("real/blackbox")).unwrap() {
+            files.push(entry.unwrap().path());
+        }
+    }
+    for path in files {
+        let data = std::fs::read(&path).unwrap();
+        let report = bbcheck::blackbox::decode(
+            &path.display().to_string(),
+            &data,
+            |_, _| {},
+            &mut bbcheck::blackbox::decoder::Discard,
+        );
+        report
+            .check_accounting()
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    }
+}
