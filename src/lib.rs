@@ -6,5 +6,7 @@
 
 pub mod blackbox;
 pub mod cli;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 pub mod report;
 pub mod synth;

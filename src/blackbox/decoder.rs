@@ -155,6 +155,10 @@ pub struct SessionDecoder<'a> {
     gps_clock: Clock,
     /// Count of logged iterations below `n % i_interval` within one I interval.
     logged_prefix: Vec<u32>,
+    /// Field indices of `loopIteration` and `time` in main frames, and of `time` in G frames.
+    iteration_index: usize,
+    time_index: usize,
+    gps_time_index: Option<usize>,
     // Accounting.
     accounted: usize,
     gap_reason: Option<DamageReason>,
@@ -179,6 +183,7 @@ impl<'a> SessionDecoder<'a> {
                 count += 1;
             }
         }
+        let main_index = |name| header.i.as_ref().and_then(|d| d.index_of(name));
         let report = SessionReport {
             index: bounds.index,
             start: bounds.start as u64,
@@ -217,6 +222,9 @@ impl<'a> SessionDecoder<'a> {
             main_clock: Clock::default(),
             gps_clock: Clock::default(),
             logged_prefix,
+            iteration_index: main_index("loopIteration").unwrap_or(0),
+            time_index: main_index("time").unwrap_or(1),
+            gps_time_index: header.g.as_ref().and_then(|d| d.index_of("time")),
             accounted: data_start,
             gap_reason: None,
             awaiting_main: Vec::new(),
@@ -322,13 +330,9 @@ impl<'a> SessionDecoder<'a> {
             }
             FrameKind::G => {
                 let def = header.def(kind).expect("checked by the caller");
-                let time_index = header.i.as_ref().and_then(|d| d.index_of("time"));
                 let ctx = Context {
                     home: Some(&self.home),
-                    last_main_time: match (self.history.previous(), time_index) {
-                        (Some(prev), Some(t)) => prev[t],
-                        _ => 0,
-                    },
+                    last_main_time: self.history.previous().map_or(0, |p| p[self.time_index]),
                     ..Context::default()
                 };
                 let len = def.decode(body, &ctx, &mut self.gps).map_err(codec)?;
@@ -375,10 +379,7 @@ impl<'a> SessionDecoder<'a> {
                 self.accept(start, end);
                 self.report.frames.g += 1;
                 let time = self
-                    .header
-                    .g
-                    .as_ref()
-                    .and_then(|d| d.index_of("time"))
+                    .gps_time_index
                     .map(|t| (t, self.gps_clock.advance(self.gps[t] as u32)));
                 let frame = self.data_frame(FrameKind::G, start, end, &self.gps, time);
                 sink.frame(&frame);
@@ -429,20 +430,8 @@ impl<'a> SessionDecoder<'a> {
         }
     }
 
-    fn main_indices(&self) -> (usize, usize) {
-        let def = self
-            .header
-            .i
-            .as_ref()
-            .expect("main frames need an I definition");
-        (
-            def.index_of("loopIteration").unwrap_or(0),
-            def.index_of("time").unwrap_or(1),
-        )
-    }
-
     fn complete_intra(&mut self, start: usize, end: usize, sink: &mut impl Sink) {
-        let (it_index, time_index) = self.main_indices();
+        let (it_index, time_index) = (self.iteration_index, self.time_index);
         let values = &self.history.bufs[self.history.cur];
         let (iteration, time) = (values[it_index] as u32, values[time_index] as u32);
         self.history.push_intra();
@@ -473,7 +462,7 @@ impl<'a> SessionDecoder<'a> {
             self.reject(DamageReason::StalePFrame);
             return;
         }
-        let (it_index, time_index) = self.main_indices();
+        let (it_index, time_index) = (self.iteration_index, self.time_index);
         let values = &self.history.bufs[self.history.cur];
         let (iteration, time) = (values[it_index] as u32, values[time_index] as u32);
         let verdict = match (self.last_iteration, self.last_time) {

@@ -162,6 +162,12 @@ impl FrameDef {
         ctx: &Context<'_>,
         out: &mut [i64],
     ) -> Result<usize, CodecError> {
+        if out.len() < self.fields.len() {
+            return Err(CodecError {
+                kind: CodecErrorKind::Other,
+                remaining: body.len(),
+            });
+        }
         let mut rest = body;
         let mut bit = 0usize;
         let mut raw = [0i64; 8];

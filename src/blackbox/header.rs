@@ -387,6 +387,10 @@ impl Header {
 
     /// Main frames need `loopIteration` and `time` to be checked at all.
     fn check_main_fields(&mut self) {
+        if self.i.is_none() {
+            // P frames take their names and history from I frames.
+            self.p = None;
+        }
         if let Some(i) = &self.i
             && (i.index_of("loopIteration").is_none() || i.index_of("time").is_none())
         {

@@ -6,7 +6,9 @@ use super::{EXIT_CLEAN, EXIT_DAMAGED, Error, read_input};
 use crate::blackbox::decoder::{EventFrame, Frame, Sink};
 use crate::blackbox::frame::FrameKind;
 use crate::blackbox::{self, Session};
-use serde_json::json;
+use crate::report::FileReport;
+use serde::Serialize;
+use std::collections::BTreeMap;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
@@ -37,21 +39,7 @@ pub fn run(args: &Args) -> Result<u8, Error> {
     let name = args.file.display().to_string();
     let report = if args.jsonl {
         let stdout = io::stdout();
-        let mut sink = JsonlSink {
-            out: BufWriter::with_capacity(1 << 16, stdout.lock()),
-            session: 0,
-            error: None,
-        };
-        let report = blackbox::decode(&name, &data, JsonlSink::start_session, &mut sink);
-        if sink.error.is_none()
-            && let Err(e) = sink.out.flush()
-        {
-            sink.error = Some(e);
-        }
-        if let Some(e) = sink.error {
-            return Err(Error::io(Path::new("<stdout>"), e));
-        }
-        report
+        write_jsonl(&name, &data, stdout.lock()).map_err(|e| Error::io(Path::new("<stdout>"), e))?
     } else {
         let dir = match &args.output_dir {
             Some(dir) => dir.clone(),
@@ -88,18 +76,73 @@ pub fn run(args: &Args) -> Result<u8, Error> {
     })
 }
 
+/// Decode `data` and write it as JSON Lines to `out`: per session a session record, then its
+/// accepted frames and events in file order.
+pub fn write_jsonl(name: &str, data: &[u8], out: impl Write) -> io::Result<FileReport> {
+    let mut sink = JsonlSink {
+        out: BufWriter::with_capacity(1 << 16, out),
+        session: 0,
+        error: None,
+    };
+    let report = blackbox::decode(name, data, JsonlSink::start_session, &mut sink);
+    match sink.error {
+        Some(e) => Err(e),
+        None => sink.out.flush().map(|()| report),
+    }
+}
+
 /// Write `values`, with the time field replaced by its 64-bit monotonic value.
-fn write_values(out: &mut impl Write, frame: &Frame<'_>, separator: &str) -> io::Result<()> {
-    for (i, v) in frame.values.iter().enumerate() {
+fn write_values(out: &mut impl Write, frame: &Frame<'_>, separator: &[u8]) -> io::Result<()> {
+    let mut digits = itoa::Buffer::new();
+    for (i, &v) in frame.values.iter().enumerate() {
         if i > 0 {
-            out.write_all(separator.as_bytes())?;
+            out.write_all(separator)?;
         }
-        match frame.time {
-            Some((t, time)) if t == i => write!(out, "{time}")?,
-            _ => write!(out, "{v}")?,
-        }
+        let text = match frame.time {
+            Some((t, time)) if t == i => digits.format(time),
+            _ => digits.format(v),
+        };
+        out.write_all(text.as_bytes())?;
     }
     Ok(())
+}
+
+/// The first record of a session in JSON Lines.
+#[derive(Serialize)]
+struct SessionRecord<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    session: usize,
+    offset: usize,
+    fields: FieldNames<'a>,
+    headers: BTreeMap<&'a str, &'a str>,
+}
+
+/// Field names per frame type (P frames share the I names).
+#[derive(Serialize)]
+struct FieldNames<'a> {
+    #[serde(rename = "I")]
+    i: &'a [String],
+    #[serde(rename = "P")]
+    p: &'a [String],
+    #[serde(rename = "S")]
+    s: &'a [String],
+    #[serde(rename = "G")]
+    g: &'a [String],
+    #[serde(rename = "H")]
+    h: &'a [String],
+}
+
+/// An event in JSON Lines.
+#[derive(Serialize)]
+struct EventRecord {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    session: usize,
+    offset: u64,
+    event: u8,
+    name: &'static str,
+    data: serde_json::Value,
 }
 
 struct JsonlSink<W: Write> {
@@ -112,25 +155,26 @@ impl<W: Write> JsonlSink<W> {
     fn start_session(session: &Session, sink: &mut Self) {
         sink.session = session.bounds.index;
         let h = &session.header;
-        let names = |kind| h.def(kind).map_or_else(Vec::new, |d| d.names.clone());
-        let headers: serde_json::Map<String, serde_json::Value> = h
+        let names = |kind| h.def(kind).map_or(&[][..], |d| &d.names[..]);
+        // A repeated header name keeps its last value, as the decoders read it.
+        let headers: BTreeMap<&str, &str> = h
             .lines
             .iter()
-            .map(|l| (l.name.clone(), l.value.clone().into()))
+            .map(|l| (l.name.as_str(), l.value.as_str()))
             .collect();
-        let record = json!({
-            "type": "session",
-            "session": session.bounds.index,
-            "offset": session.bounds.start,
-            "fields": {
-                "I": names(FrameKind::I),
-                "P": names(FrameKind::P),
-                "S": names(FrameKind::S),
-                "G": names(FrameKind::G),
-                "H": names(FrameKind::H),
+        let record = SessionRecord {
+            kind: "session",
+            session: session.bounds.index,
+            offset: session.bounds.start,
+            fields: FieldNames {
+                i: names(FrameKind::I),
+                p: names(FrameKind::P),
+                s: names(FrameKind::S),
+                g: names(FrameKind::G),
+                h: names(FrameKind::H),
             },
-            "headers": headers,
-        });
+            headers,
+        };
         sink.emit(|out| {
             serde_json::to_writer(&mut *out, &record)?;
             writeln!(out)
@@ -150,26 +194,28 @@ impl<W: Write> Sink for JsonlSink<W> {
     fn frame(&mut self, frame: &Frame<'_>) {
         let session = self.session;
         self.emit(|out| {
-            write!(
-                out,
-                "{{\"type\":\"{}\",\"session\":{session},\"offset\":{},\"values\":[",
-                frame.kind.as_str(),
-                frame.offset
-            )?;
-            write_values(out, frame, ",")?;
+            let mut digits = itoa::Buffer::new();
+            out.write_all(b"{\"type\":\"")?;
+            out.write_all(frame.kind.as_str().as_bytes())?;
+            out.write_all(b"\",\"session\":")?;
+            out.write_all(digits.format(session).as_bytes())?;
+            out.write_all(b",\"offset\":")?;
+            out.write_all(digits.format(frame.offset).as_bytes())?;
+            out.write_all(b",\"values\":[")?;
+            write_values(out, frame, b",")?;
             out.write_all(b"]}\n")
         });
     }
 
     fn event(&mut self, event: &EventFrame<'_>) {
-        let record = json!({
-            "type": "E",
-            "session": self.session,
-            "offset": event.offset,
-            "event": event.event.id(),
-            "name": event.event.name(),
-            "data": event.event.data(),
-        });
+        let record = EventRecord {
+            kind: "E",
+            session: self.session,
+            offset: event.offset,
+            event: event.event.id(),
+            name: event.event.name(),
+            data: event.event.data(),
+        };
         self.emit(|out| {
             serde_json::to_writer(&mut *out, &record)?;
             writeln!(out)
@@ -246,7 +292,7 @@ impl Sink for CsvSink {
                 let slow = &self.slow;
                 let file = self.files.last_mut().expect("a file per session");
                 let out = file.writer();
-                let result = write_values(out, frame, ", ").and_then(|()| {
+                let result = write_values(out, frame, b", ").and_then(|()| {
                     for v in slow {
                         write!(out, ", {v}")?;
                     }

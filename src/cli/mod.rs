@@ -3,8 +3,8 @@
 //! Exit codes: 0 when every file is clean, 1 when damage was found, 2 when a file could not be read
 //! or the arguments are wrong.
 
-mod check;
-mod export;
+pub mod check;
+pub mod export;
 mod output;
 
 use clap::{Parser, Subcommand};
