@@ -62,12 +62,11 @@ pub fn decode<S: Sink>(
 ) -> FileReport {
     let sessions = sessions(file);
     let mut regions = Vec::new();
-    if let Some(first) = sessions.first()
-        && first.bounds.start > 0
-    {
+    let first_start = sessions.first().map_or(file.len(), |s| s.bounds.start);
+    if first_start > 0 {
         regions.push(Region {
             start: 0,
-            end: first.bounds.start as u64,
+            end: first_start as u64,
             kind: RegionKind::NonLogData,
         });
     }
