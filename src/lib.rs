@@ -6,6 +6,7 @@
 
 pub mod blackbox;
 pub mod cli;
+pub mod damage;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod report;

@@ -20,6 +20,15 @@ pub const MAX_TIME_JUMP_US: u32 = 10_000_000;
 /// Padding shorter than this at the end of a session is counted with the damage before it.
 const MIN_PADDING: usize = 8;
 
+/// Which rules decide what to trust.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Validation {
+    /// The reference decoders' rules, exactly: the baseline to measure against.
+    Reference,
+    /// The reference rules plus the checks that keep damaged values out.
+    Thorough,
+}
+
 /// An accepted I, P, S, G or H frame.
 #[derive(Debug, Clone, Copy)]
 pub struct Frame<'a> {
@@ -139,6 +148,7 @@ pub struct SessionDecoder<'a> {
     file: &'a [u8],
     header: &'a Header,
     bounds: SessionBounds,
+    validation: Validation,
     /// Where scanning stops: the start of the padding tail, or the end of a log-end event.
     limit: usize,
     /// Start of the trailing run of 0x00 or 0xFF bytes.
@@ -169,7 +179,12 @@ pub struct SessionDecoder<'a> {
 
 impl<'a> SessionDecoder<'a> {
     /// Prepare to decode the session `bounds` of `file` whose header is `header`.
-    pub fn new(file: &'a [u8], header: &'a Header, bounds: SessionBounds) -> Self {
+    pub fn new(
+        file: &'a [u8],
+        header: &'a Header,
+        bounds: SessionBounds,
+        validation: Validation,
+    ) -> Self {
         let data_start = (header.data_start as usize).clamp(bounds.start, bounds.end);
         let tail_start = data_start
             + trailing_padding_start(&file[data_start..bounds.end])
@@ -209,6 +224,7 @@ impl<'a> SessionDecoder<'a> {
             file,
             header,
             bounds,
+            validation,
             limit: tail_start,
             tail_start,
             history: History::new(fields(FrameKind::I)),

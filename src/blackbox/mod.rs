@@ -12,7 +12,7 @@ pub mod predictor;
 pub mod writer;
 
 use crate::report::{FileReport, Region, RegionKind};
-use decoder::{SessionBounds, SessionDecoder, Sink};
+use decoder::{SessionBounds, SessionDecoder, Sink, Validation};
 use header::{Header, LOG_START_MARKER};
 
 /// Byte ranges of the sessions in `file`: each starts at a log start marker and runs to the next.
@@ -57,6 +57,17 @@ pub fn sessions(file: &[u8]) -> Vec<Session> {
 pub fn decode<S: Sink>(
     path: &str,
     file: &[u8],
+    on_session: impl FnMut(&Session, &mut S),
+    sink: &mut S,
+) -> FileReport {
+    decode_with(Validation::Thorough, path, file, on_session, sink)
+}
+
+/// [`decode`] with a choice of validation rules.
+pub fn decode_with<S: Sink>(
+    validation: Validation,
+    path: &str,
+    file: &[u8],
     mut on_session: impl FnMut(&Session, &mut S),
     sink: &mut S,
 ) -> FileReport {
@@ -74,7 +85,7 @@ pub fn decode<S: Sink>(
         .iter()
         .map(|session| {
             on_session(session, sink);
-            SessionDecoder::new(file, &session.header, session.bounds).run(sink)
+            SessionDecoder::new(file, &session.header, session.bounds, validation).run(sink)
         })
         .collect();
     FileReport::new(path.to_owned(), file.len() as u64, reports, regions)

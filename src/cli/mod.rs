@@ -4,6 +4,7 @@
 //! or the arguments are wrong.
 
 pub mod check;
+mod damage;
 pub mod export;
 mod output;
 
@@ -33,6 +34,8 @@ enum Command {
     Check(check::Args),
     /// Write the decoded frames as JSON Lines (to standard output) or CSV files.
     Export(export::Args),
+    /// Write a damaged copy of a log and a JSON sidecar with every change made.
+    Damage(damage::Args),
 }
 
 /// A failure that stops work on a file.
@@ -42,6 +45,8 @@ pub enum Error {
     Io { path: PathBuf, source: io::Error },
     /// The file holds no log of a known format.
     NotALog { path: PathBuf, size: u64 },
+    /// The arguments ask for something that cannot be done.
+    Usage(String),
     /// Standard output was closed by the reader (not an error for the user).
     BrokenPipe,
 }
@@ -55,6 +60,7 @@ impl fmt::Display for Error {
                 "{}: offset 0: not a Blackbox log (no log start marker in {size} bytes)",
                 path.display()
             ),
+            Error::Usage(message) => write!(f, "{message}"),
             Error::BrokenPipe => write!(f, "broken pipe"),
         }
     }
@@ -95,6 +101,7 @@ pub fn main() -> u8 {
     let result = match cli.command {
         Command::Check(args) => check::run(&args),
         Command::Export(args) => export::run(&args),
+        Command::Damage(args) => damage::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,361 @@
+//! Damage models: deterministic ways to break a log the way storage and transfers break real ones,
+//! recording where every change is so that recovery can be measured against the truth.
+
+use crate::blackbox;
+use serde::Serialize;
+
+/// A way logs get damaged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Model {
+    /// A few runs of 1–64 bytes dropped (a logger's buffer overflowing: the dominant real fault).
+    DropRuns,
+    /// Single bytes dropped here and there.
+    DropBytes,
+    /// Whole 512-byte blocks lost (a flash page or SD sector).
+    LostBlocks,
+    /// One long dropout: 40 % of a session's data gone at once.
+    LongDropout,
+    /// Single bits flipped in place (worn flash).
+    BitFlips,
+    /// Runs of random bytes inserted.
+    InsertGarbage,
+    /// Runs of bytes overwritten with zeros.
+    ZeroRuns,
+    /// The file cut short (power lost while writing).
+    Truncate,
+    /// Copied in text mode: CR LF → LF, then CR → LF.
+    Newline,
+    /// One header line garbled (a field other than the frame definitions).
+    HeaderLine,
+}
+
+impl Model {
+    /// Every model, in the order reports list them.
+    pub const ALL: [Model; 10] = [
+        Model::DropRuns,
+        Model::DropBytes,
+        Model::LostBlocks,
+        Model::LongDropout,
+        Model::BitFlips,
+        Model::InsertGarbage,
+        Model::ZeroRuns,
+        Model::Truncate,
+        Model::Newline,
+        Model::HeaderLine,
+    ];
+
+    /// The model's name on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Model::DropRuns => "drop-runs",
+            Model::DropBytes => "drop-bytes",
+            Model::LostBlocks => "lost-blocks",
+            Model::LongDropout => "long-dropout",
+            Model::BitFlips => "bit-flips",
+            Model::InsertGarbage => "insert-garbage",
+            Model::ZeroRuns => "zero-runs",
+            Model::Truncate => "truncate",
+            Model::Newline => "newline",
+            Model::HeaderLine => "header-line",
+        }
+    }
+
+    /// Whether the model changes values in place (rather than removing, inserting or zeroing).
+    pub fn changes_values_in_place(self) -> bool {
+        matches!(self, Model::BitFlips | Model::Newline)
+    }
+}
+
+/// One change made to the input.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Change {
+    /// `drop`, `insert`, `flip`, `zero`, `truncate`, `newline` or `header`.
+    pub kind: &'static str,
+    /// Where the change is in the damaged output.
+    pub offset: u64,
+    /// Bytes of the output the change wrote (0 for a drop or a truncation).
+    pub length: u64,
+    /// Where the change is in the input.
+    pub input_offset: u64,
+    /// Bytes of the input it removed or overwrote.
+    pub input_length: u64,
+}
+
+/// A damaged copy and the truth about it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Damaged {
+    pub model: Model,
+    pub seed: u64,
+    #[serde(skip)]
+    pub data: Vec<u8>,
+    pub changes: Vec<Change>,
+}
+
+/// An edit at an input offset.
+enum Edit {
+    Remove(usize),
+    Insert(Vec<u8>),
+    Replace(Vec<u8>),
+}
+
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xD1B5_4A32_D192_ED03 | 1)
+    }
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    /// Uniform in `[lo, hi)` (`lo` when the range is empty).
+    fn range(&mut self, lo: usize, hi: usize) -> usize {
+        if hi <= lo {
+            lo
+        } else {
+            lo + (self.next() % (hi - lo) as u64) as usize
+        }
+    }
+}
+
+/// The sessions' frame data: each session from the end of its header to its end.
+fn data_ranges(input: &[u8]) -> Vec<(usize, usize)> {
+    blackbox::sessions(input)
+        .iter()
+        .map(|s| {
+            (
+                (s.header.data_start as usize).min(s.bounds.end),
+                s.bounds.end,
+            )
+        })
+        .filter(|(a, b)| a < b)
+        .collect()
+}
+
+/// Pick `count` non-overlapping runs inside the ranges, sorted, lengths from `len`.
+fn runs(
+    rng: &mut Rng,
+    ranges: &[(usize, usize)],
+    count: usize,
+    len: impl Fn(&mut Rng) -> usize,
+) -> Vec<(usize, usize)> {
+    let total: usize = ranges.iter().map(|(a, b)| b - a).sum();
+    let mut picked: Vec<(usize, usize)> = Vec::new();
+    for _ in 0..count * 4 {
+        if picked.len() == count || total == 0 {
+            break;
+        }
+        let n = len(rng).max(1);
+        let mut u = rng.range(0, total);
+        let Some(&(lo, hi)) = ranges.iter().find(|(a, b)| {
+            let inside = u < b - a;
+            if !inside {
+                u -= b - a;
+            }
+            inside
+        }) else {
+            continue;
+        };
+        let at = lo + u;
+        if at + n > hi
+            || picked
+                .iter()
+                .any(|&(a, m)| at < a + m + 1 && a < at + n + 1)
+        {
+            continue;
+        }
+        picked.push((at, n));
+    }
+    picked.sort_unstable();
+    picked
+}
+
+/// Damage `input` with `model`, deterministically for `seed`.
+pub fn damage(input: &[u8], model: Model, seed: u64) -> Damaged {
+    let mut rng = Rng::new(seed);
+    let ranges = data_ranges(input);
+    let hi = input.len();
+    let lo = ranges.first().map_or(0, |r| r.0);
+    let mut edits: Vec<(usize, Edit, &'static str)> = Vec::new();
+    match model {
+        Model::DropRuns => {
+            let count = rng.range(1, 6);
+            for (at, n) in runs(&mut rng, &ranges, count, |r| r.range(1, 65)) {
+                edits.push((at, Edit::Remove(n), "drop"));
+            }
+        }
+        Model::DropBytes => {
+            let count = rng.range(3, 11);
+            for (at, _) in runs(&mut rng, &ranges, count, |_| 1) {
+                edits.push((at, Edit::Remove(1), "drop"));
+            }
+        }
+        Model::LostBlocks => {
+            let count = rng.range(1, 4);
+            for (at, _) in runs(&mut rng, &ranges, count, |_| 512) {
+                let block = at / 512 * 512;
+                if edits.iter().all(|(a, _, _)| *a != block) && block + 512 <= hi {
+                    edits.push((block, Edit::Remove(512), "drop"));
+                }
+            }
+        }
+        Model::LongDropout => {
+            let sessions = blackbox::sessions(input);
+            if let Some(s) = sessions
+                .iter()
+                .max_by_key(|s| s.bounds.end - s.header.data_start as usize)
+            {
+                let (a, b) = (s.header.data_start as usize, s.bounds.end);
+                let n = (b - a) * 2 / 5;
+                if n > 0 {
+                    let at = rng.range(a + (b - a) / 10, b - n);
+                    edits.push((at, Edit::Remove(n), "drop"));
+                }
+            }
+        }
+        Model::BitFlips => {
+            let count = rng.range(3, 11);
+            for (at, _) in runs(&mut rng, &ranges, count, |_| 1) {
+                let flipped = input[at] ^ (1 << rng.range(0, 8));
+                edits.push((at, Edit::Replace(vec![flipped]), "flip"));
+            }
+        }
+        Model::InsertGarbage => {
+            let count = rng.range(1, 6);
+            for (at, n) in runs(&mut rng, &ranges, count, |r| r.range(1, 65)) {
+                let garbage = (0..n).map(|_| rng.next() as u8).collect();
+                edits.push((at, Edit::Insert(garbage), "insert"));
+            }
+        }
+        Model::ZeroRuns => {
+            let count = rng.range(1, 6);
+            for (at, n) in runs(&mut rng, &ranges, count, |r| r.range(1, 513)) {
+                edits.push((at, Edit::Replace(vec![0; n]), "zero"));
+            }
+        }
+        Model::Truncate => {
+            let at = rng.range(lo + (hi - lo) / 2, hi);
+            edits.push((at, Edit::Remove(hi - at), "truncate"));
+        }
+        Model::Newline => {
+            let mut i = 0;
+            while i < input.len() {
+                if input[i] == b'\r' {
+                    if input.get(i + 1) == Some(&b'\n') {
+                        edits.push((i, Edit::Remove(1), "newline"));
+                    } else {
+                        edits.push((i, Edit::Replace(vec![b'\n']), "newline"));
+                    }
+                }
+                i += 1;
+            }
+        }
+        Model::HeaderLine => {
+            let sessions = blackbox::sessions(input);
+            let lines: Vec<_> = sessions
+                .iter()
+                .flat_map(|s| s.header.lines.iter())
+                .filter(|l| {
+                    !l.name.starts_with("Field") && l.name != "Product" && l.name != "Data version"
+                })
+                .collect();
+            if !lines.is_empty() {
+                let line = lines[rng.range(0, lines.len())];
+                let len = 2 + line.name.len() + 1 + line.value.len();
+                let at = line.offset as usize + rng.range(2, len);
+                let garbage = (0..rng.range(1, 4))
+                    .map(|_| (rng.next() as u8) | 0x80)
+                    .collect();
+                edits.push((at, Edit::Replace(garbage), "header"));
+            }
+        }
+    }
+    apply(input, model, seed, edits)
+}
+
+fn apply(
+    input: &[u8],
+    model: Model,
+    seed: u64,
+    edits: Vec<(usize, Edit, &'static str)>,
+) -> Damaged {
+    let mut data = Vec::with_capacity(input.len());
+    let mut changes = Vec::with_capacity(edits.len());
+    let mut pos = 0;
+    for (at, edit, kind) in edits {
+        if at < pos || at > input.len() {
+            continue;
+        }
+        data.extend_from_slice(&input[pos..at]);
+        let offset = data.len() as u64;
+        let (input_length, written) = match edit {
+            Edit::Remove(n) => (n.min(input.len() - at), 0),
+            Edit::Insert(bytes) => {
+                data.extend_from_slice(&bytes);
+                (0, bytes.len())
+            }
+            Edit::Replace(bytes) => {
+                let n = bytes.len().min(input.len() - at);
+                data.extend_from_slice(&bytes[..n]);
+                (n, n)
+            }
+        };
+        pos = at + input_length;
+        changes.push(Change {
+            kind,
+            offset,
+            length: written as u64,
+            input_offset: at as u64,
+            input_length: input_length as u64,
+        });
+    }
+    data.extend_from_slice(&input[pos..]);
+    Damaged {
+        model,
+        seed,
+        data,
+        changes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn demo() -> Vec<u8> {
+        crate::synth::demo_log()
+    }
+
+    #[test]
+    fn changes_say_exactly_what_happened() {
+        let input = demo();
+        for model in Model::ALL {
+            for seed in 0..5 {
+                let d = damage(&input, model, seed);
+                assert_eq!(d.data, damage(&input, model, seed).data, "deterministic");
+                // Rebuild the output from the input and the changes.
+                let mut rebuilt = Vec::new();
+                let mut pos = 0usize;
+                for c in &d.changes {
+                    rebuilt.extend_from_slice(&input[pos..c.input_offset as usize]);
+                    assert_eq!(rebuilt.len() as u64, c.offset, "{model:?}");
+                    rebuilt.extend_from_slice(
+                        &d.data[c.offset as usize..(c.offset + c.length) as usize],
+                    );
+                    pos = (c.input_offset + c.input_length) as usize;
+                }
+                rebuilt.extend_from_slice(&input[pos..]);
+                assert_eq!(rebuilt, d.data, "{model:?} seed {seed}");
+                if model != Model::Newline {
+                    assert!(
+                        !d.changes.is_empty(),
+                        "{model:?} seed {seed} changed nothing"
+                    );
+                }
+            }
+        }
+    }
+}

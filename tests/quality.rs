@@ -1,0 +1,194 @@
+//! Recovery quality over the real corpus: every damage model, many seeds, measured against the
+//! truth the damage generator records. Prints one table row per model (run with `--nocapture`).
+//!
+//! - ceiling: clean main frames whose bytes, and the bytes of every frame their prediction chain
+//!   goes back through to its I frame, survived the damage;
+//! - recall: accepted main frames equal to a ceiling frame, over the ceiling;
+//! - wrong: accepted main frames with the iteration and time of a clean frame but other values;
+//! - bogus: accepted main frames whose iteration and time no clean frame has;
+//! - localisation: damage points inside a reported corrupt span or within one frame (256 bytes).
+//!
+//! The "reference" columns decode the same files with the reference decoders' rules.
+
+mod common;
+
+use bbcheck::blackbox::decoder::{Frame, Sink, Validation};
+use bbcheck::blackbox::frame::FrameKind;
+use bbcheck::damage::{self, Model};
+use std::collections::HashMap;
+
+const SEEDS: u64 = 6;
+
+/// Main frames of a decode: key (iteration, 32-bit time) → values; and their byte ranges.
+#[derive(Default)]
+struct Mains {
+    frames: Vec<MainFrame>,
+}
+
+struct MainFrame {
+    kind: FrameKind,
+    start: u64,
+    end: u64,
+    key: (i64, i64),
+    values: Vec<i64>,
+}
+
+impl Sink for Mains {
+    fn frame(&mut self, frame: &Frame<'_>) {
+        if !matches!(frame.kind, FrameKind::I | FrameKind::P) {
+            return;
+        }
+        let (t, _) = frame.time.expect("main frames have a time");
+        self.frames.push(MainFrame {
+            kind: frame.kind,
+            start: frame.offset,
+            end: frame.offset + frame.len as u64,
+            key: (frame.values[0], frame.values[t]),
+            values: frame.values.to_vec(),
+        });
+    }
+}
+
+fn decode(data: &[u8], validation: Validation) -> (Mains, bbcheck::report::FileReport) {
+    let mut mains = Mains::default();
+    let report = bbcheck::blackbox::decode_with(validation, "quality", data, |_, _| {}, &mut mains);
+    (mains, report)
+}
+
+#[derive(Default, Clone, Copy)]
+struct Tally {
+    cases: u64,
+    clean_frames: u64,
+    ceiling: u64,
+    recovered: u64,
+    wrong: u64,
+    bogus: u64,
+    reference_recovered: u64,
+    reference_wrong: u64,
+    reference_bogus: u64,
+    points: u64,
+    localised: u64,
+}
+
+/// The clean frames whose bytes and prediction chain survived `changes`.
+fn ceiling(clean: &Mains, changes: &[damage::Change]) -> Vec<bool> {
+    let touched = |start: u64, end: u64| {
+        changes.iter().any(|c| {
+            let (a, b) = (c.input_offset, c.input_offset + c.input_length);
+            if c.input_length == 0 {
+                start < a && a < end
+            } else {
+                a < end && start < b
+            }
+        })
+    };
+    let mut intact = Vec::with_capacity(clean.frames.len());
+    let mut chain_ok = false;
+    for f in &clean.frames {
+        let ok = !touched(f.start, f.end);
+        chain_ok = match f.kind {
+            FrameKind::I => ok,
+            _ => chain_ok && ok,
+        };
+        intact.push(chain_ok);
+    }
+    intact
+}
+
+fn score(clean: &Mains, intact: &[bool], got: &Mains) -> (u64, u64, u64) {
+    let truth: HashMap<(i64, i64), (usize, &[i64])> = clean
+        .frames
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.key, (i, f.values.as_slice())))
+        .collect();
+    let (mut recovered, mut wrong, mut bogus) = (0, 0, 0);
+    for f in &got.frames {
+        match truth.get(&f.key) {
+            Some(&(i, values)) if values == f.values.as_slice() => recovered += u64::from(intact[i]),
+            Some(_) => wrong += 1,
+            None => bogus += 1,
+        }
+    }
+    (recovered, wrong, bogus)
+}
+
+fn measure() -> Option<Vec<(Model, Tally)>> {
+    let corpus = common::corpus()?;
+    let mut logs = Vec::new();
+    for entry in std::fs::read_dir(corpus.join("real/blackbox")).unwrap() {
+        let path = entry.unwrap().path();
+        let data = std::fs::read(&path).unwrap();
+        let (clean, report) = decode(&data, Validation::Thorough);
+        // Damaged fixtures have no clean truth to measure against.
+        if report.is_clean() {
+            logs.push((data, clean));
+        }
+    }
+    let mut table = Vec::new();
+    for model in Model::ALL {
+        let mut t = Tally::default();
+        for (data, clean) in &logs {
+            for seed in 0..SEEDS {
+                let d = damage::damage(data, model, seed);
+                let intact = ceiling(clean, &d.changes);
+                let (got, report) = decode(&d.data, Validation::Thorough);
+                let (reference, _) = decode(&d.data, Validation::Reference);
+                let (r, w, b) = score(clean, &intact, &got);
+                let (rr, rw, rb) = score(clean, &intact, &reference);
+                t.cases += 1;
+                t.clean_frames += clean.frames.len() as u64;
+                t.ceiling += intact.iter().filter(|&&x| x).count() as u64;
+                t.recovered += r;
+                t.wrong += w;
+                t.bogus += b;
+                t.reference_recovered += rr;
+                t.reference_wrong += rw;
+                t.reference_bogus += rb;
+                for c in &d.changes {
+                    t.points += 1;
+                    let near = report.corrupt_spans.iter().any(|s| {
+                        s.start <= c.offset + c.length.max(1) + 256 && c.offset < s.end + 256
+                    });
+                    t.localised += u64::from(near);
+                }
+            }
+        }
+        table.push((model, t));
+    }
+    Some(table)
+}
+
+fn pct(a: u64, b: u64) -> f64 {
+    if b == 0 { 100.0 } else { 100.0 * a as f64 / b as f64 }
+}
+
+#[test]
+fn recovery_quality_per_damage_model() {
+    let Some(table) = measure() else { return };
+    println!(
+        "\n{:<15} {:>5} {:>9} {:>8} {:>8} {:>6} {:>6} {:>8} {:>7} {:>7} {:>7}",
+        "model", "cases", "ceiling", "recall%", "ref%", "wrong", "bogus", "ref w+b", "ceil%", "local%", "points"
+    );
+    for (model, t) in &table {
+        println!(
+            "{:<15} {:>5} {:>9} {:>8.2} {:>8.2} {:>6} {:>6} {:>8} {:>7.2} {:>7.2} {:>7}",
+            model.name(),
+            t.cases,
+            t.ceiling,
+            pct(t.recovered, t.ceiling),
+            pct(t.reference_recovered, t.ceiling),
+            t.wrong,
+            t.bogus,
+            t.reference_wrong + t.reference_bogus,
+            pct(t.ceiling, t.clean_frames),
+            pct(t.localised, t.points),
+            t.points,
+        );
+    }
+    for (model, t) in &table {
+        if !model.changes_values_in_place() {
+            assert_eq!(t.bogus, 0, "{}: bogus frames", model.name());
+        }
+    }
+}
