@@ -33,6 +33,12 @@ pub enum DamageReason {
     Truncated,
     /// A header line that is not `H name:value`, or a header that does not define the frames.
     HeaderDamaged,
+    /// A frame holding a line feed in a session copied in text mode (no carriage return is left
+    /// in it): each line feed may have been a carriage return or a CR LF pair.
+    NewlineConverted,
+    /// Main frames of an I-frame group that nothing corroborated: an I frame right after damage
+    /// with too few P frames decoding from it and no clean I frame after it.
+    SuspectGroup,
 }
 
 impl DamageReason {
@@ -51,6 +57,8 @@ impl DamageReason {
             DamageReason::UndefinedFrameType => "undefined-frame-type",
             DamageReason::Truncated => "truncated",
             DamageReason::HeaderDamaged => "header-damaged",
+            DamageReason::SuspectGroup => "suspect-group",
+            DamageReason::NewlineConverted => "newline-converted",
         }
     }
 }

@@ -95,17 +95,25 @@ fn ceiling(clean: &Mains, changes: &[damage::Change]) -> Vec<bool> {
     intact
 }
 
-fn score(clean: &Mains, intact: &[bool], got: &Mains) -> (u64, u64, u64) {
-    let truth: HashMap<(i64, i64), (usize, &[i64])> = clean
+/// Clean frames by key: their index and values.
+type Truth<'a> = HashMap<(i64, i64), (usize, &'a [i64])>;
+
+fn truth(clean: &Mains) -> Truth<'_> {
+    clean
         .frames
         .iter()
         .enumerate()
         .map(|(i, f)| (f.key, (i, f.values.as_slice())))
-        .collect();
+        .collect()
+}
+
+fn score(truth: &Truth<'_>, intact: &[bool], got: &Mains) -> (u64, u64, u64) {
     let (mut recovered, mut wrong, mut bogus) = (0, 0, 0);
     for f in &got.frames {
         match truth.get(&f.key) {
-            Some(&(i, values)) if values == f.values.as_slice() => recovered += u64::from(intact[i]),
+            Some(&(i, values)) if values == f.values.as_slice() => {
+                recovered += u64::from(intact[i])
+            }
             Some(_) => wrong += 1,
             None => bogus += 1,
         }
@@ -126,16 +134,17 @@ fn measure() -> Option<Vec<(Model, Tally)>> {
         }
     }
     let mut table = Vec::new();
+    let truths: Vec<Truth<'_>> = logs.iter().map(|(_, clean)| truth(clean)).collect();
     for model in Model::ALL {
         let mut t = Tally::default();
-        for (data, clean) in &logs {
+        for ((data, clean), truth) in logs.iter().zip(&truths) {
             for seed in 0..SEEDS {
                 let d = damage::damage(data, model, seed);
                 let intact = ceiling(clean, &d.changes);
                 let (got, report) = decode(&d.data, Validation::Thorough);
                 let (reference, _) = decode(&d.data, Validation::Reference);
-                let (r, w, b) = score(clean, &intact, &got);
-                let (rr, rw, rb) = score(clean, &intact, &reference);
+                let (r, w, b) = score(truth, &intact, &got);
+                let (rr, rw, rb) = score(truth, &intact, &reference);
                 t.cases += 1;
                 t.clean_frames += clean.frames.len() as u64;
                 t.ceiling += intact.iter().filter(|&&x| x).count() as u64;
@@ -160,7 +169,11 @@ fn measure() -> Option<Vec<(Model, Tally)>> {
 }
 
 fn pct(a: u64, b: u64) -> f64 {
-    if b == 0 { 100.0 } else { 100.0 * a as f64 / b as f64 }
+    if b == 0 {
+        100.0
+    } else {
+        100.0 * a as f64 / b as f64
+    }
 }
 
 #[test]
@@ -168,11 +181,21 @@ fn recovery_quality_per_damage_model() {
     let Some(table) = measure() else { return };
     println!(
         "\n{:<15} {:>5} {:>9} {:>8} {:>8} {:>6} {:>6} {:>8} {:>7} {:>7} {:>7}",
-        "model", "cases", "ceiling", "recall%", "ref%", "wrong", "bogus", "ref w+b", "ceil%", "local%", "points"
+        "model",
+        "cases",
+        "ceiling",
+        "recall%",
+        "ref%",
+        "wrong",
+        "bogus",
+        "ref w+b",
+        "ceil%",
+        "local%",
+        "points"
     );
     for (model, t) in &table {
         println!(
-            "{:<15} {:>5} {:>9} {:>8.2} {:>8.2} {:>6} {:>6} {:>8} {:>7.2} {:>7.2} {:>7}",
+            "{:<15} {:>5} {:>9} {:>8.3} {:>8.3} {:>6} {:>6} {:>8} {:>7.2} {:>7.2} {:>7}",
             model.name(),
             t.cases,
             t.ceiling,
@@ -187,8 +210,27 @@ fn recovery_quality_per_damage_model() {
         );
     }
     for (model, t) in &table {
-        if !model.changes_values_in_place() {
-            assert_eq!(t.bogus, 0, "{}: bogus frames", model.name());
+        let name = model.name();
+        let (recall, local) = (pct(t.recovered, t.ceiling), pct(t.localised, t.points));
+        let (ours, reference) = (t.wrong + t.bogus, t.reference_wrong + t.reference_bogus);
+        assert!(
+            ours <= reference,
+            "{name}: {ours} wrong or bogus frames, reference {reference}"
+        );
+        match model {
+            Model::BitFlips => {}
+            Model::Newline => {
+                // Every frame a text-mode copy may have altered is refused.
+                assert_eq!(ours, 0, "{name}: wrong or bogus frames");
+                assert!(local >= 99.0, "{name}: localisation {local:.2} %");
+            }
+            _ => {
+                assert!(
+                    recall >= 99.5,
+                    "{name}: recall {recall:.3} % of the ceiling"
+                );
+                assert!(local >= 94.0, "{name}: localisation {local:.2} %");
+            }
         }
     }
 }

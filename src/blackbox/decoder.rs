@@ -8,15 +8,20 @@
 use super::codec::CodecErrorKind;
 use super::event::{Event, EventError};
 use super::frame::{FrameKind, MAX_FRAME_LEN};
+use super::group::{Group, Item};
 use super::header::Header;
+use super::ledger::{Layout, Ledger};
 use super::predictor::Context;
-use crate::report::{CorruptSpan, DamageReason, FrameCounts, Region, RegionKind, SessionReport};
+use crate::report::{DamageReason, FrameCounts, RegionKind, SessionReport};
 use std::collections::BTreeMap;
 
 /// A main frame may not advance more iterations than this (the reference decoders' limit).
 pub const MAX_ITERATION_JUMP: u32 = 5000;
 /// A main frame may not advance more time than this, in µs.
 pub const MAX_TIME_JUMP_US: u32 = 10_000_000;
+/// Session data at least this long with no carriage return in it was copied in text mode (a
+/// binary log has about one in every 256 bytes).
+const NEWLINE_EVIDENCE: usize = 16 * 1024;
 /// Padding shorter than this at the end of a session is counted with the damage before it.
 const MIN_PADDING: usize = 8;
 
@@ -115,26 +120,6 @@ impl History {
     }
 }
 
-/// Turns 32-bit timestamps into a monotonic 64-bit time across rollovers.
-#[derive(Default)]
-struct Clock {
-    epoch: u64,
-    last: Option<u32>,
-}
-
-impl Clock {
-    fn advance(&mut self, t: u32) -> u64 {
-        if let Some(last) = self.last
-            && t < last
-            && last - t > 1 << 31
-        {
-            self.epoch += 1 << 32;
-        }
-        self.last = Some(t);
-        self.epoch + u64::from(t)
-    }
-}
-
 /// What decoding the bytes after a type byte gave.
 enum Decoded {
     /// A data frame whose fields are in the kind's buffer.
@@ -158,23 +143,20 @@ pub struct SessionDecoder<'a> {
     gps: Vec<i64>,
     home: Vec<i64>,
     home_valid: bool,
+    /// Whether P frames can be trusted: an I frame validated since the last rejection.
     stream_valid: bool,
     last_iteration: Option<u32>,
     last_time: Option<u32>,
-    main_clock: Clock,
-    gps_clock: Clock,
-    /// Count of logged iterations below `n % i_interval` within one I interval.
-    logged_prefix: Vec<u32>,
-    /// Field indices of `loopIteration` and `time` in main frames, and of `time` in G frames.
+    /// Mean µs per loop iteration between consecutive main frames.
+    loop_time: Option<f64>,
+    /// The session was copied in text mode: no frame holding a line feed can be trusted.
+    newline_converted: bool,
     iteration_index: usize,
     time_index: usize,
-    gps_time_index: Option<usize>,
-    // Accounting.
-    accounted: usize,
-    gap_reason: Option<DamageReason>,
-    awaiting_main: Vec<usize>,
-    last_main: Option<(u32, u64)>,
-    report: SessionReport,
+    /// Why bytes since the last accepted frame were rejected.
+    scan_gap: Option<DamageReason>,
+    group: Group,
+    ledger: Ledger,
 }
 
 impl<'a> SessionDecoder<'a> {
@@ -199,6 +181,13 @@ impl<'a> SessionDecoder<'a> {
             }
         }
         let main_index = |name| header.i.as_ref().and_then(|d| d.index_of(name));
+        let layout = Layout {
+            iteration_index: main_index("loopIteration").unwrap_or(0),
+            time_index: main_index("time").unwrap_or(1),
+            gps_time_index: header.g.as_ref().and_then(|d| d.index_of("time")),
+            i_interval: header.i_interval,
+            logged_prefix,
+        };
         let report = SessionReport {
             index: bounds.index,
             start: bounds.start as u64,
@@ -220,6 +209,7 @@ impl<'a> SessionDecoder<'a> {
             corrupt_spans: Vec::new(),
             regions: Vec::new(),
         };
+        let (iteration_index, time_index) = (layout.iteration_index, layout.time_index);
         SessionDecoder {
             file,
             header,
@@ -235,24 +225,26 @@ impl<'a> SessionDecoder<'a> {
             stream_valid: false,
             last_iteration: None,
             last_time: None,
-            main_clock: Clock::default(),
-            gps_clock: Clock::default(),
-            logged_prefix,
-            iteration_index: main_index("loopIteration").unwrap_or(0),
-            time_index: main_index("time").unwrap_or(1),
-            gps_time_index: header.g.as_ref().and_then(|d| d.index_of("time")),
-            accounted: data_start,
-            gap_reason: None,
-            awaiting_main: Vec::new(),
-            last_main: None,
-            report,
+            loop_time: None,
+            newline_converted: false,
+            iteration_index,
+            time_index,
+            scan_gap: None,
+            group: Group::default(),
+            ledger: Ledger::new(report, layout, data_start),
         }
     }
 
-    /// Decode every frame, passing accepted ones to `sink`, and return the session's report.
+    /// Tell the decoder that the file was copied in text mode (see [`is_newline_converted`]).
+    pub fn text_mode(mut self, converted: bool) -> Self {
+        self.newline_converted = converted && self.validation == Validation::Thorough;
+        self
+    }
+
+    /// Decode every frame, passing trusted ones to `sink`, and return the session's report.
     pub fn run(mut self, sink: &mut impl Sink) -> SessionReport {
         self.account_header();
-        let mut pos = self.accounted;
+        let mut pos = self.ledger.accounted;
         while pos < self.limit {
             let start = pos;
             let byte = self.file[start];
@@ -294,10 +286,15 @@ impl<'a> SessionDecoder<'a> {
                 pos += 1;
                 continue;
             }
+            if self.newline_converted && self.file[start..next].contains(&b'\n') {
+                self.reject(DamageReason::NewlineConverted);
+                pos = next;
+                continue;
+            }
             self.complete(kind, decoded, start, next, sink);
             pos = next;
         }
-        self.finish()
+        self.finish(sink)
     }
 
     /// Whether `pos` is where a frame may end: the data ends, padding starts, or a frame starts.
@@ -311,9 +308,10 @@ impl<'a> SessionDecoder<'a> {
     fn decode(&mut self, kind: FrameKind, body: &[u8]) -> Result<(Decoded, usize), CodecErrorKind> {
         let header = self.header;
         let codec = |e: super::codec::CodecError| e.kind;
+        let def = header.def(kind);
         match kind {
             FrameKind::I | FrameKind::P => {
-                let def = header.def(kind).expect("checked by the caller");
+                let def = def.expect("checked by the caller");
                 let h = &mut self.history;
                 let mut cur = std::mem::take(&mut h.bufs[h.cur]);
                 let ctx = if kind == FrameKind::I {
@@ -331,21 +329,21 @@ impl<'a> SessionDecoder<'a> {
                 result.map(|len| (Decoded::Fields, len)).map_err(codec)
             }
             FrameKind::S => {
-                let def = header.def(kind).expect("checked by the caller");
+                let def = def.expect("checked by the caller");
                 let len = def
                     .decode(body, &Context::default(), &mut self.slow)
                     .map_err(codec)?;
                 Ok((Decoded::Fields, len))
             }
             FrameKind::H => {
-                let def = header.def(kind).expect("checked by the caller");
+                let def = def.expect("checked by the caller");
                 let mut home = std::mem::take(&mut self.home);
                 let result = def.decode(body, &Context::default(), &mut home);
                 self.home = home;
                 result.map(|len| (Decoded::Fields, len)).map_err(codec)
             }
             FrameKind::G => {
-                let def = header.def(kind).expect("checked by the caller");
+                let def = def.expect("checked by the caller");
                 let ctx = Context {
                     home: Some(&self.home),
                     last_main_time: self.history.previous().map_or(0, |p| p[self.time_index]),
@@ -362,7 +360,7 @@ impl<'a> SessionDecoder<'a> {
         }
     }
 
-    /// A complete frame from `start` to `end`: decide whether to trust it.
+    /// A complete frame from `start` to `end`: decide whether to accept it.
     fn complete(
         &mut self,
         kind: FrameKind,
@@ -371,87 +369,88 @@ impl<'a> SessionDecoder<'a> {
         end: usize,
         sink: &mut impl Sink,
     ) {
+        let item = |event| Item {
+            kind,
+            start,
+            end,
+            gap: None,
+            values: 0..0,
+            event,
+        };
         match (kind, decoded) {
             (FrameKind::I, _) => self.complete_intra(start, end, sink),
             (FrameKind::P, _) => self.complete_inter(start, end, sink),
             (FrameKind::S, _) => {
-                self.accept(start, end);
-                self.report.frames.s += 1;
-                let frame = self.data_frame(FrameKind::S, start, end, &self.slow, None);
-                sink.frame(&frame);
+                let slow = std::mem::take(&mut self.slow);
+                self.accept(item(None), &slow, sink);
+                self.slow = slow;
             }
             (FrameKind::H, _) => {
-                self.accept(start, end);
                 self.home_valid = true;
-                self.report.frames.h += 1;
-                let frame = self.data_frame(FrameKind::H, start, end, &self.home, None);
-                sink.frame(&frame);
+                let home = std::mem::take(&mut self.home);
+                self.accept(item(None), &home, sink);
+                self.home = home;
             }
+            (FrameKind::G, _) if !self.home_valid => self.reject(DamageReason::NoGpsHome),
             (FrameKind::G, _) => {
-                if !self.home_valid {
-                    self.reject(DamageReason::NoGpsHome);
-                    return;
-                }
-                self.accept(start, end);
-                self.report.frames.g += 1;
-                let time = self
-                    .gps_time_index
-                    .map(|t| (t, self.gps_clock.advance(self.gps[t] as u32)));
-                let frame = self.data_frame(FrameKind::G, start, end, &self.gps, time);
-                sink.frame(&frame);
+                let gps = std::mem::take(&mut self.gps);
+                self.accept(item(None), &gps, sink);
+                self.gps = gps;
             }
             (FrameKind::E, Decoded::Event(event)) => {
-                self.accept(start, end);
-                self.report.frames.e += 1;
-                *self
-                    .report
-                    .events
-                    .entry(event.name().to_owned())
-                    .or_default() += 1;
                 match event {
                     Event::LoggingResume { iteration, time } => {
                         self.last_iteration = Some(iteration);
                         self.last_time = Some(time);
                     }
-                    Event::LogEnd { .. } => {
-                        self.report.log_end = true;
-                        self.limit = end;
-                    }
+                    Event::LogEnd { .. } => self.limit = end,
                     _ => {}
                 }
-                sink.event(&EventFrame {
-                    offset: start as u64,
-                    len: end - start,
-                    event: &event,
-                });
+                self.accept(item(Some(event)), &[], sink);
             }
             (FrameKind::E, _) => self.reject(DamageReason::UnknownEvent),
         }
     }
 
-    fn data_frame<'b>(
-        &self,
-        kind: FrameKind,
-        start: usize,
-        end: usize,
-        values: &'b [i64],
-        time: Option<(usize, u64)>,
-    ) -> Frame<'b> {
-        Frame {
-            kind,
-            offset: start as u64,
-            len: end - start,
-            values,
-            time,
+    /// Whether a main frame's time advanced about as much as its iterations say.
+    fn timing_consistent(&self, iteration: u32, time: u32) -> bool {
+        let (Some(li), Some(lt), Some(loop_time)) =
+            (self.last_iteration, self.last_time, self.loop_time)
+        else {
+            return true;
+        };
+        let iterations = f64::from(iteration.wrapping_sub(li));
+        let elapsed = f64::from(time.wrapping_sub(lt));
+        let expected = iterations * loop_time;
+        elapsed >= expected / 4.0 - 1000.0 && elapsed <= expected * 4.0 + 1000.0
+    }
+
+    /// Learn the loop time from two consecutive main frames.
+    fn learn_loop_time(&mut self, iteration: u32, time: u32) {
+        if let (Some(li), Some(lt)) = (self.last_iteration, self.last_time) {
+            let iterations = iteration.wrapping_sub(li);
+            if iterations > 0 && iterations < MAX_ITERATION_JUMP {
+                let sample = f64::from(time.wrapping_sub(lt)) / f64::from(iterations);
+                self.loop_time = Some(match self.loop_time {
+                    Some(t) => t + (sample - t) / 16.0,
+                    None => sample,
+                });
+            }
         }
     }
 
-    fn complete_intra(&mut self, start: usize, end: usize, sink: &mut impl Sink) {
-        let (it_index, time_index) = (self.iteration_index, self.time_index);
+    fn main_values(&self) -> (u32, u32) {
         let values = &self.history.bufs[self.history.cur];
-        let (iteration, time) = (values[it_index] as u32, values[time_index] as u32);
+        (
+            values[self.iteration_index] as u32,
+            values[self.time_index] as u32,
+        )
+    }
+
+    fn complete_intra(&mut self, start: usize, end: usize, sink: &mut impl Sink) {
+        let (iteration, time) = self.main_values();
         self.history.push_intra();
-        let verdict = match (self.last_iteration, self.last_time) {
+        let plausible = match (self.last_iteration, self.last_time) {
             (Some(li), _) if iteration.wrapping_sub(li) >= MAX_ITERATION_JUMP => {
                 Err(DamageReason::ImplausibleIteration)
             }
@@ -460,169 +459,113 @@ impl<'a> SessionDecoder<'a> {
             }
             _ => Ok(()),
         };
-        match verdict {
-            Ok(()) => {
-                self.stream_valid = true;
-                self.report.frames.i += 1;
-                self.accept_main(FrameKind::I, start, end, iteration, time, time_index, sink);
+        let anchor = match (self.validation, plausible) {
+            (Validation::Reference, Err(reason)) => return self.reject(reason),
+            (Validation::Reference, Ok(())) => false,
+            (Validation::Thorough, _) if iteration % self.header.i_interval != 0 => {
+                return self.reject(DamageReason::ImplausibleIteration);
             }
-            Err(reason) => {
-                self.stream_valid = false;
-                self.reject(reason);
+            (Validation::Thorough, _) if !self.timing_consistent(iteration, time) => {
+                return self.reject(DamageReason::ImplausibleTime);
             }
+            (Validation::Thorough, Ok(())) => false,
+            // After damage, an I frame on the schedule whose time advanced as its iterations say
+            // re-anchors the stream however far it jumped, once the frames after it agree.
+            (Validation::Thorough, Err(_)) if !self.stream_valid => true,
+            (Validation::Thorough, Err(reason)) => return self.reject(reason),
+        };
+        if self.validation == Validation::Thorough {
+            // A clean next I frame corroborates the group before it.
+            let joined = self.stream_valid && self.group.is_open();
+            let trusted = joined || self.group.trusted_without_join();
+            commit_group(&self.group, &mut self.ledger, trusted, sink);
+            self.group.restart(joined, anchor);
         }
+        self.learn_loop_time(iteration, time);
+        self.stream_valid = true;
+        self.last_iteration = Some(iteration);
+        self.last_time = Some(time);
+        self.accept_main(FrameKind::I, start, end, sink);
     }
 
     fn complete_inter(&mut self, start: usize, end: usize, sink: &mut impl Sink) {
         if !self.stream_valid {
-            self.reject(DamageReason::StalePFrame);
-            return;
+            return self.reject(DamageReason::StalePFrame);
         }
-        let (it_index, time_index) = (self.iteration_index, self.time_index);
-        let values = &self.history.bufs[self.history.cur];
-        let (iteration, time) = (values[it_index] as u32, values[time_index] as u32);
-        let verdict = match (self.last_iteration, self.last_time) {
+        let (iteration, time) = self.main_values();
+        let implausible = match (self.last_iteration, self.last_time) {
             (Some(li), _) if iteration.wrapping_sub(li) > MAX_ITERATION_JUMP => {
-                Err(DamageReason::ImplausibleIteration)
+                Some(DamageReason::ImplausibleIteration)
             }
             (_, Some(lt)) if time.wrapping_sub(lt) > MAX_TIME_JUMP_US => {
-                Err(DamageReason::ImplausibleTime)
+                Some(DamageReason::ImplausibleTime)
             }
-            _ => Ok(()),
+            _ if self.validation == Validation::Thorough
+                && !self.timing_consistent(iteration, time) =>
+            {
+                Some(DamageReason::ImplausibleTime)
+            }
+            _ => None,
         };
-        match verdict {
-            Ok(()) => {
-                self.history.push_inter();
-                self.report.frames.p += 1;
-                self.accept_main(FrameKind::P, start, end, iteration, time, time_index, sink);
-            }
-            Err(reason) => {
-                self.stream_valid = false;
-                self.reject(reason);
-            }
+        if let Some(reason) = implausible {
+            return self.reject(reason);
         }
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn accept_main(
-        &mut self,
-        kind: FrameKind,
-        start: usize,
-        end: usize,
-        iteration: u32,
-        time: u32,
-        time_index: usize,
-        sink: &mut impl Sink,
-    ) {
-        self.accept(start, end);
+        self.learn_loop_time(iteration, time);
+        self.history.push_inter();
         self.last_iteration = Some(iteration);
         self.last_time = Some(time);
-        let time64 = self.main_clock.advance(time);
-        self.close_awaiting(iteration, time64);
-        self.last_main = Some((iteration, time64));
-        let r = &mut self.report;
-        r.first_iteration.get_or_insert(iteration);
-        r.first_time_us.get_or_insert(time64);
-        r.last_iteration = Some(iteration);
-        r.last_time_us = Some(time64);
-        let values = self.history.previous().expect("just pushed");
-        sink.frame(&Frame {
+        self.accept_main(FrameKind::P, start, end, sink);
+    }
+
+    fn accept_main(&mut self, kind: FrameKind, start: usize, end: usize, sink: &mut impl Sink) {
+        let values = std::mem::take(&mut self.history.bufs[self.history.prev.expect("pushed")]);
+        let item = Item {
             kind,
-            offset: start as u64,
-            len: end - start,
-            values,
-            time: Some((time_index, time64)),
-        });
+            start,
+            end,
+            gap: None,
+            values: 0..0,
+            event: None,
+        };
+        self.accept(item, &values, sink);
+        let prev = self.history.prev.expect("pushed");
+        self.history.bufs[prev] = values;
     }
 
-    /// Logged iterations in `[0, n)` under the I/P schedule.
-    fn logged_below(&self, n: u64) -> u64 {
-        let interval = u64::from(self.header.i_interval);
-        let per_interval = u64::from(self.logged_prefix[self.header.i_interval as usize]);
-        (n / interval) * per_interval + u64::from(self.logged_prefix[(n % interval) as usize])
-    }
-
-    /// Spans since the last trusted main frame learn how much flight they cost.
-    fn close_awaiting(&mut self, iteration: u32, time64: u64) {
-        let lost = self.last_main.map(|(last, _)| {
-            let (a, b) = (u64::from(last), u64::from(iteration));
-            let frames = if b > a {
-                self.logged_below(b)
-                    .saturating_sub(self.logged_below(a + 1))
-            } else {
-                0
-            };
-            (frames, b.saturating_sub(a).saturating_sub(1))
-        });
-        for (n, &i) in self.awaiting_main.iter().enumerate() {
-            let span = &mut self.report.corrupt_spans[i];
-            span.time_end_us = Some(time64);
-            if n == 0
-                && let Some((frames, iterations)) = lost
-            {
-                span.frames_lost = frames;
-                span.iterations_lost = iterations;
-            }
+    /// A frame the rules accept: held with its group, or recorded at once.
+    fn accept(&mut self, mut item: Item, values: &[i64], sink: &mut impl Sink) {
+        item.gap = self.scan_gap.take();
+        let is_main = matches!(item.kind, FrameKind::I | FrameKind::P);
+        if self.validation == Validation::Thorough && (is_main || self.group.is_open()) {
+            self.group.push(item, values);
+        } else {
+            let mut item = item;
+            item.values = 0..values.len();
+            self.ledger.commit(&item, values, true, sink);
         }
-        self.awaiting_main.clear();
     }
 
     /// Something at the current position could not be trusted.
     fn reject(&mut self, reason: DamageReason) {
-        if reason != DamageReason::UnknownEvent {
+        if !matches!(reason, DamageReason::UnknownEvent | DamageReason::NoGpsHome) {
             self.stream_valid = false;
         }
-        self.gap_reason.get_or_insert(reason);
+        self.scan_gap.get_or_insert(reason);
     }
 
-    /// Bytes `[start, end)` hold a trusted frame.
-    fn accept(&mut self, start: usize, end: usize) {
-        if start > self.accounted {
-            let reason = self.gap_reason.unwrap_or(DamageReason::Garbage);
-            self.push_corrupt(self.accounted, start, reason);
+    /// Close a group whose stream was broken before the next I frame.
+    fn settle(&mut self, sink: &mut impl Sink) {
+        if !self.stream_valid && !self.group.is_empty() {
+            let trusted = self.group.trusted_without_join();
+            commit_group(&self.group, &mut self.ledger, trusted, sink);
+            self.group.clear();
         }
-        self.gap_reason = None;
-        self.push_region(start, end, RegionKind::Frames);
-        self.accounted = end;
-    }
-
-    fn push_corrupt(&mut self, start: usize, end: usize, reason: DamageReason) {
-        self.awaiting_main.push(self.report.corrupt_spans.len());
-        self.report.corrupt_spans.push(CorruptSpan {
-            start: start as u64,
-            end: end as u64,
-            reason,
-            session: self.bounds.index,
-            frames_lost: 0,
-            iterations_lost: 0,
-            time_start_us: self.last_main.map(|(_, t)| t),
-            time_end_us: None,
-        });
-    }
-
-    /// Add a region, merging it with the previous one of the same kind when they touch.
-    fn push_region(&mut self, start: usize, end: usize, kind: RegionKind) {
-        if start >= end {
-            return;
-        }
-        if let Some(last) = self.report.regions.last_mut()
-            && last.kind == kind
-            && last.end == start as u64
-        {
-            last.end = end as u64;
-            return;
-        }
-        self.report.regions.push(Region {
-            start: start as u64,
-            end: end as u64,
-            kind,
-        });
     }
 
     /// The header is a region, except for damaged lines, which are corrupt spans.
     fn account_header(&mut self) {
         let mut pos = self.bounds.start;
-        let data_start = self.accounted;
+        let data_start = self.ledger.accounted;
         let mut problems: Vec<_> = self
             .header
             .problems
@@ -635,36 +578,47 @@ impl<'a> SessionDecoder<'a> {
             if s < pos {
                 continue;
             }
-            self.push_region(pos, s, RegionKind::Header);
-            self.push_corrupt(s, e, DamageReason::HeaderDamaged);
+            self.ledger.push_region(pos, s, RegionKind::Header);
+            self.ledger.push_corrupt(s, e, DamageReason::HeaderDamaged);
             pos = e;
         }
-        self.push_region(pos, data_start, RegionKind::Header);
+        self.ledger.push_region(pos, data_start, RegionKind::Header);
         let unusable = self.header.i.is_none() && data_start < self.bounds.end;
         if unusable && self.header.problems.is_empty() {
-            self.report
+            self.ledger
+                .report
                 .header_problems
                 .push("the header defines no I frames".into());
         }
     }
 
     /// Account for what follows the last trusted frame and finish the report.
-    fn finish(mut self) -> SessionReport {
+    fn finish(mut self, sink: &mut impl Sink) -> SessionReport {
+        self.stream_valid = false;
+        self.settle(sink);
         let end = self.bounds.end;
-        if self.report.log_end {
-            self.push_region(self.limit, end, RegionKind::AfterLogEnd);
-        } else if self.accounted < end {
-            let pad_start = self.tail_start.max(self.accounted);
+        let accounted = self.ledger.accounted;
+        let gap = self.ledger.pending_gap(self.scan_gap);
+        let ledger = &mut self.ledger;
+        if ledger.report.log_end {
+            if self.limit > accounted {
+                // Frames held back as suspect right before the log end.
+                let reason = gap.unwrap_or(DamageReason::SuspectGroup);
+                ledger.push_corrupt(accounted, self.limit, reason);
+            }
+            ledger.push_region(self.limit, end, RegionKind::AfterLogEnd);
+        } else if accounted < end {
+            let pad_start = self.tail_start.max(accounted);
             let padding = end - pad_start >= MIN_PADDING;
             let damage_end = if padding { pad_start } else { end };
-            if self.accounted < damage_end {
-                let reason = self.gap_reason.unwrap_or(DamageReason::Truncated);
-                let reason = if reason == DamageReason::Garbage && damage_end == end {
-                    DamageReason::Truncated
-                } else {
-                    reason
+            if accounted < damage_end {
+                let reason = match gap {
+                    None | Some(DamageReason::Garbage) if damage_end == end => {
+                        DamageReason::Truncated
+                    }
+                    other => other.unwrap_or(DamageReason::Garbage),
                 };
-                self.push_corrupt(self.accounted, damage_end, reason);
+                ledger.push_corrupt(accounted, damage_end, reason);
             }
             if padding {
                 let kind = if self.file[pad_start] == 0xFF {
@@ -672,21 +626,42 @@ impl<'a> SessionDecoder<'a> {
                 } else {
                     RegionKind::ZeroFill
                 };
-                self.push_region(pad_start, end, kind);
+                ledger.push_region(pad_start, end, kind);
             }
         }
-        let r = &mut self.report;
+        let r = &mut ledger.report;
         if let (Some(t0), Some(t1)) = (r.first_time_us, r.last_time_us) {
-            r.duration_us = Some(t1 - t0);
+            r.duration_us = Some(t1.saturating_sub(t0));
             if let (Some(i0), Some(i1)) = (r.first_iteration, r.last_iteration)
                 && i1 > i0
             {
-                r.loop_time_us = Some((t1 - t0) as f64 / f64::from(i1 - i0));
+                r.loop_time_us = Some(t1.saturating_sub(t0) as f64 / f64::from(i1 - i0));
             }
         }
         r.regions.sort_by_key(|g| g.start);
-        self.report
+        self.ledger.report
     }
+}
+
+/// Record every frame the group held; main frames are trusted as the group is, the others always.
+fn commit_group(group: &Group, ledger: &mut Ledger, trusted: bool, sink: &mut impl Sink) {
+    for item in &group.items {
+        let main = matches!(item.kind, FrameKind::I | FrameKind::P);
+        ledger.commit(
+            item,
+            &group.values[item.values.clone()],
+            trusted || !main,
+            sink,
+        );
+    }
+}
+
+/// Whether log data shows the marks of a text-mode copy: long, with line feeds but without a
+/// single carriage return.
+pub fn is_newline_converted(data: &[u8]) -> bool {
+    data.len() >= NEWLINE_EVIDENCE
+        && memchr::memchr(b'\r', data).is_none()
+        && memchr::memchr_iter(b'\n', data).count() >= data.len() / 1024
 }
 
 /// Start of the trailing run of identical 0x00 or 0xFF bytes, if the data ends in one.

@@ -113,6 +113,11 @@ fn is_padding(bytes: &[u8]) -> bool {
         .is_some_and(|&p| (p == 0 || p == 0xFF) && bytes.iter().all(|&b| b == p))
 }
 
+/// Whether header bytes are text: UTF-8 without control characters other than tab.
+fn is_text(bytes: &[u8]) -> bool {
+    std::str::from_utf8(bytes).is_ok_and(|t| !t.chars().any(|c| c.is_control() && c != '\t'))
+}
+
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -137,6 +142,14 @@ impl Header {
             if b == b'H' {
                 match header_line(&file[pos..end]) {
                     Line::Entry(name, value) => {
+                        let len = 2 + name.len() + 1 + value.len() + 1;
+                        if !is_text(name) || !is_text(value) {
+                            problems.push(HeaderProblem {
+                                start: pos as u64,
+                                end: (pos + len) as u64,
+                                message: "header line holds bytes that are not text".into(),
+                            });
+                        }
                         lines.push(HeaderLine {
                             offset: pos as u64,
                             name: text(name),

@@ -7,7 +7,9 @@ pub mod codec;
 pub mod decoder;
 pub mod event;
 pub mod frame;
+mod group;
 pub mod header;
+mod ledger;
 pub mod predictor;
 pub mod writer;
 
@@ -81,11 +83,16 @@ pub fn decode_with<S: Sink>(
             kind: RegionKind::NonLogData,
         });
     }
+    let text_mode = sessions.first().is_some_and(|s| {
+        decoder::is_newline_converted(&file[(s.header.data_start as usize).min(file.len())..])
+    });
     let reports = sessions
         .iter()
         .map(|session| {
             on_session(session, sink);
-            SessionDecoder::new(file, &session.header, session.bounds, validation).run(sink)
+            SessionDecoder::new(file, &session.header, session.bounds, validation)
+                .text_mode(text_mode)
+                .run(sink)
         })
         .collect();
     FileReport::new(path.to_owned(), file.len() as u64, reports, regions)

@@ -14,10 +14,13 @@ pub struct Args {
     /// Print one JSON document per file instead of text.
     #[arg(long)]
     json: bool,
+    /// Show the bytes around each corrupt span (text output).
+    #[arg(long, conflicts_with = "json")]
+    hexdump: bool,
 }
 
-/// Check one file.
-pub fn check_file(path: &Path) -> Result<FileReport, Error> {
+/// Check one file; returns its bytes and the report.
+pub fn check_file(path: &Path) -> Result<(Vec<u8>, FileReport), Error> {
     let data = read_input(path)?;
     if !blackbox::is_blackbox(&data) {
         return Err(Error::NotALog {
@@ -26,7 +29,8 @@ pub fn check_file(path: &Path) -> Result<FileReport, Error> {
         });
     }
     let name = path.display().to_string();
-    Ok(blackbox::decode(&name, &data, |_, _| {}, &mut Discard))
+    let report = blackbox::decode(&name, &data, |_, _| {}, &mut Discard);
+    Ok((data, report))
 }
 
 pub fn run(args: &Args) -> Result<u8, Error> {
@@ -34,8 +38,8 @@ pub fn run(args: &Args) -> Result<u8, Error> {
     let mut out = stdout.lock();
     let mut code = EXIT_CLEAN;
     for path in &args.files {
-        let report = match check_file(path) {
-            Ok(report) => report,
+        let (data, report) = match check_file(path) {
+            Ok(checked) => checked,
             Err(Error::BrokenPipe) => return Err(Error::BrokenPipe),
             Err(e) => {
                 eprintln!("bbcheck: {e}");
@@ -51,7 +55,7 @@ pub fn run(args: &Args) -> Result<u8, Error> {
                 .map_err(io::Error::from)
                 .and_then(|()| writeln!(out))
         } else {
-            write_human(&mut out, &report)
+            write_human(&mut out, &report, args.hexdump.then_some(&data[..]))
         };
         written.map_err(|e| Error::io(Path::new("<stdout>"), e))?;
     }
@@ -103,7 +107,67 @@ fn write_session(out: &mut impl Write, s: &SessionReport) -> io::Result<()> {
     Ok(())
 }
 
-fn write_human(out: &mut impl Write, report: &FileReport) -> io::Result<()> {
+/// Bytes shown before and after a span, and at most at each end of a long one.
+const CONTEXT: usize = 16;
+const SPAN_ENDS: usize = 48;
+
+/// Write `data[start..end]` as hex and ASCII, 16 bytes a line, marking bytes inside the span.
+fn write_hex(
+    out: &mut impl Write,
+    data: &[u8],
+    from: usize,
+    to: usize,
+    span: (usize, usize),
+) -> io::Result<()> {
+    for line in (from..to).step_by(16) {
+        write!(out, "    {line:08x} ")?;
+        let end = (line + 16).min(to);
+        for i in line..line + 16 {
+            if i < end {
+                let mark = if (span.0..span.1).contains(&i) {
+                    '>'
+                } else {
+                    ' '
+                };
+                write!(out, "{mark}{:02x}", data[i])?;
+            } else {
+                write!(out, "   ")?;
+            }
+        }
+        let text: String = data[line..end]
+            .iter()
+            .map(|&b| {
+                if b.is_ascii_graphic() || b == b' ' {
+                    b as char
+                } else {
+                    '.'
+                }
+            })
+            .collect();
+        writeln!(out, "  |{text}|")?;
+    }
+    Ok(())
+}
+
+/// The bytes around a span: some context, and both ends of a long span.
+fn write_span_bytes(out: &mut impl Write, data: &[u8], start: usize, end: usize) -> io::Result<()> {
+    let from = start.saturating_sub(CONTEXT) / 16 * 16;
+    let to = (end + CONTEXT).min(data.len());
+    if end - start <= 2 * SPAN_ENDS {
+        return write_hex(out, data, from, to, (start, end));
+    }
+    let head_end = (start + SPAN_ENDS).div_ceil(16) * 16;
+    let tail_start = (end - SPAN_ENDS) / 16 * 16;
+    write_hex(out, data, from, head_end, (start, end))?;
+    writeln!(out, "    ... {} bytes ...", tail_start - head_end)?;
+    write_hex(out, data, tail_start, to, (start, end))
+}
+
+fn write_human(
+    out: &mut impl Write,
+    report: &FileReport,
+    hexdump: Option<&[u8]>,
+) -> io::Result<()> {
     writeln!(
         out,
         "{}: {} bytes, {} session(s): {}",
@@ -134,6 +198,9 @@ fn write_human(out: &mut impl Write, report: &FileReport) -> io::Result<()> {
             write!(out, "; flight time {} – {}", seconds(a), seconds(b))?;
         }
         writeln!(out)?;
+        if let Some(data) = hexdump {
+            write_span_bytes(out, data, span.start as usize, span.end as usize)?;
+        }
     }
     Ok(())
 }

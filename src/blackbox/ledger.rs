@@ -1,0 +1,221 @@
+//! The ledger of a session: every trusted frame is passed to the sink and counted, and every byte
+//! lands in exactly one region or corrupt span of the report.
+
+use super::decoder::{EventFrame, Frame, Sink};
+use super::event::Event;
+use super::frame::FrameKind;
+use super::group::Item;
+use crate::report::{CorruptSpan, DamageReason, Region, RegionKind, SessionReport};
+
+/// Turns 32-bit timestamps into a monotonic 64-bit time across rollovers.
+#[derive(Default)]
+struct Clock {
+    epoch: u64,
+    last: Option<u32>,
+}
+
+impl Clock {
+    fn advance(&mut self, t: u32) -> u64 {
+        if let Some(last) = self.last
+            && t < last
+            && last - t > 1 << 31
+        {
+            self.epoch += 1 << 32;
+        }
+        self.last = Some(t);
+        self.epoch + u64::from(t)
+    }
+}
+
+/// Field positions and the I/P schedule the ledger needs.
+pub struct Layout {
+    pub iteration_index: usize,
+    pub time_index: usize,
+    pub gps_time_index: Option<usize>,
+    pub i_interval: u32,
+    /// Count of logged iterations below each phase of the I interval (one more entry than phases).
+    pub logged_prefix: Vec<u32>,
+}
+
+/// Accounting and reporting for one session.
+pub struct Ledger {
+    pub report: SessionReport,
+    layout: Layout,
+    /// End of the bytes accounted for so far.
+    pub accounted: usize,
+    /// Why the bytes since `accounted` were not trusted (the first reason in file order).
+    gap: Option<DamageReason>,
+    /// Corrupt spans still waiting for the next trusted main frame to learn what they cost.
+    awaiting: Vec<usize>,
+    last_main: Option<(u32, u64)>,
+    main_clock: Clock,
+    gps_clock: Clock,
+}
+
+impl Ledger {
+    pub fn new(report: SessionReport, layout: Layout, data_start: usize) -> Ledger {
+        Ledger {
+            report,
+            layout,
+            accounted: data_start,
+            gap: None,
+            awaiting: Vec::new(),
+            last_main: None,
+            main_clock: Clock::default(),
+            gps_clock: Clock::default(),
+        }
+    }
+
+    /// Record a frame: trusted frames reach the sink, the others join the damage around them.
+    pub fn commit(&mut self, item: &Item, values: &[i64], trusted: bool, sink: &mut impl Sink) {
+        if !trusted {
+            self.gap = self.gap.or(item.gap).or(Some(DamageReason::SuspectGroup));
+            return;
+        }
+        if item.start > self.accounted {
+            let reason = self.gap.or(item.gap).unwrap_or(DamageReason::Garbage);
+            self.push_corrupt(self.accounted, item.start, reason);
+        }
+        self.gap = None;
+        self.push_region(item.start, item.end, RegionKind::Frames);
+        self.accounted = item.end;
+        let (start, len) = (item.start as u64, item.end - item.start);
+        let frames = &mut self.report.frames;
+        let time = match item.kind {
+            FrameKind::I | FrameKind::P => {
+                if item.kind == FrameKind::I {
+                    frames.i += 1;
+                } else {
+                    frames.p += 1;
+                }
+                Some(self.main_frame(values))
+            }
+            FrameKind::S => {
+                frames.s += 1;
+                None
+            }
+            FrameKind::H => {
+                frames.h += 1;
+                None
+            }
+            FrameKind::G => {
+                frames.g += 1;
+                self.layout
+                    .gps_time_index
+                    .map(|t| (t, self.gps_clock.advance(values[t] as u32)))
+            }
+            FrameKind::E => {
+                frames.e += 1;
+                if let Some(event) = &item.event {
+                    *self
+                        .report
+                        .events
+                        .entry(event.name().to_owned())
+                        .or_default() += 1;
+                    if matches!(event, Event::LogEnd { .. }) {
+                        self.report.log_end = true;
+                    }
+                    sink.event(&EventFrame {
+                        offset: start,
+                        len,
+                        event,
+                    });
+                }
+                return;
+            }
+        };
+        sink.frame(&Frame {
+            kind: item.kind,
+            offset: start,
+            len,
+            values,
+            time,
+        });
+    }
+
+    /// A trusted main frame: its 64-bit time, and what the spans before it cost.
+    fn main_frame(&mut self, values: &[i64]) -> (usize, u64) {
+        let iteration = values[self.layout.iteration_index] as u32;
+        let time = values[self.layout.time_index] as u32;
+        let time64 = self.main_clock.advance(time);
+        self.close_awaiting(iteration, time64);
+        self.last_main = Some((iteration, time64));
+        let r = &mut self.report;
+        r.first_iteration.get_or_insert(iteration);
+        r.first_time_us.get_or_insert(time64);
+        r.last_iteration = Some(iteration);
+        r.last_time_us = Some(time64);
+        (self.layout.time_index, time64)
+    }
+
+    /// Logged iterations in `[0, n)` under the I/P schedule.
+    fn logged_below(&self, n: u64) -> u64 {
+        let interval = u64::from(self.layout.i_interval);
+        let prefix = &self.layout.logged_prefix;
+        let per_interval = u64::from(prefix[prefix.len() - 1]);
+        (n / interval) * per_interval + u64::from(prefix[(n % interval) as usize])
+    }
+
+    fn close_awaiting(&mut self, iteration: u32, time64: u64) {
+        let lost = self.last_main.map(|(last, _)| {
+            let (a, b) = (u64::from(last), u64::from(iteration));
+            let frames = if b > a {
+                self.logged_below(b)
+                    .saturating_sub(self.logged_below(a + 1))
+            } else {
+                0
+            };
+            (frames, b.saturating_sub(a).saturating_sub(1))
+        });
+        for (n, &i) in self.awaiting.iter().enumerate() {
+            let span = &mut self.report.corrupt_spans[i];
+            span.time_end_us = Some(time64);
+            if n == 0
+                && let Some((frames, iterations)) = lost
+            {
+                span.frames_lost = frames;
+                span.iterations_lost = iterations;
+            }
+        }
+        self.awaiting.clear();
+    }
+
+    /// Add a corrupt span.
+    pub fn push_corrupt(&mut self, start: usize, end: usize, reason: DamageReason) {
+        self.awaiting.push(self.report.corrupt_spans.len());
+        self.report.corrupt_spans.push(CorruptSpan {
+            start: start as u64,
+            end: end as u64,
+            reason,
+            session: self.report.index,
+            frames_lost: 0,
+            iterations_lost: 0,
+            time_start_us: self.last_main.map(|(_, t)| t),
+            time_end_us: None,
+        });
+    }
+
+    /// Add a region, merged with the previous one of the same kind when they touch.
+    pub fn push_region(&mut self, start: usize, end: usize, kind: RegionKind) {
+        if start >= end {
+            return;
+        }
+        if let Some(last) = self.report.regions.last_mut()
+            && last.kind == kind
+            && last.end == start as u64
+        {
+            last.end = end as u64;
+            return;
+        }
+        self.report.regions.push(Region {
+            start: start as u64,
+            end: end as u64,
+            kind,
+        });
+    }
+
+    /// Why the bytes since the last trusted frame were not trusted, if any reason is known.
+    pub fn pending_gap(&self, scanned: Option<DamageReason>) -> Option<DamageReason> {
+        self.gap.or(scanned)
+    }
+}
