@@ -122,18 +122,15 @@ fn write_hex(
     for line in (from..to).step_by(16) {
         write!(out, "    {line:08x} ")?;
         let end = (line + 16).min(to);
-        for i in line..line + 16 {
-            if i < end {
-                let mark = if (span.0..span.1).contains(&i) {
-                    '>'
-                } else {
-                    ' '
-                };
-                write!(out, "{mark}{:02x}", data[i])?;
+        for (i, byte) in (line..end).zip(&data[line..end]) {
+            let mark = if (span.0..span.1).contains(&i) {
+                '>'
             } else {
-                write!(out, "   ")?;
-            }
+                ' '
+            };
+            write!(out, "{mark}{byte:02x}")?;
         }
+        write!(out, "{}", "   ".repeat(16 - (end - line)))?;
         let text: String = data[line..end]
             .iter()
             .map(|&b| {
