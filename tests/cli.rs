@@ -260,3 +260,121 @@ fn every_byte_is_accounted_for_once() {
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     }
 }
+
+#[test]
+fn salvage_writes_a_clean_log_and_never_its_input() {
+    let dir = temp_dir("salvage");
+    let damaged = damaged_demo(&dir, 5000, 7);
+    let before = std::fs::read(&damaged).unwrap();
+    let out = dir.join("clean.bbl");
+    let result = bbcheck(&[
+        "salvage",
+        damaged.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(result.status.code(), Some(1), "damage was found");
+    let summary: Value = serde_json::from_slice(&result.stdout).unwrap();
+    assert_eq!(
+        summary["outputs"][0]["sessions"][0]["resume_events_added"],
+        1
+    );
+    assert_eq!(summary["dropped"][0]["reason"], "frame-rejected-next-byte");
+    assert_eq!(
+        bbcheck(&["check", out.to_str().unwrap()]).status.code(),
+        Some(0)
+    );
+    assert_eq!(std::fs::read(&damaged).unwrap(), before, "input untouched");
+    // Writing over the input is refused, and leaves it as it was.
+    let refused = bbcheck(&[
+        "salvage",
+        damaged.to_str().unwrap(),
+        "-o",
+        damaged.to_str().unwrap(),
+    ]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("refusing"));
+    assert_eq!(std::fs::read(&damaged).unwrap(), before);
+    // One file per flight.
+    let split = dir.join("flight.bbl");
+    let result = bbcheck(&[
+        "salvage",
+        demo().to_str().unwrap(),
+        "-o",
+        split.to_str().unwrap(),
+        "--split",
+    ]);
+    assert_eq!(result.status.code(), Some(0));
+    for n in 1..=2 {
+        let part = dir.join(format!("flight.{n:02}.bbl"));
+        let out = bbcheck(&["check", "--json", part.to_str().unwrap()]);
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(report["sessions"].as_array().unwrap().len(), 1);
+        assert_eq!(report["verdict"], "clean");
+    }
+    let missing = bbcheck(&[
+        "salvage",
+        demo().to_str().unwrap(),
+        "-o",
+        split.to_str().unwrap(),
+        "--session",
+        "9",
+    ]);
+    assert_eq!(missing.status.code(), Some(2));
+}
+
+#[test]
+fn hexdump_shows_the_damaged_bytes() {
+    let dir = temp_dir("hexdump");
+    let path = damaged_demo(&dir, 5000, 7);
+    let out = bbcheck(&["check", "--hexdump", path.to_str().unwrap()]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    // Offsets in hex, bytes inside the span marked with `>`, and the ASCII column.
+    assert!(text.contains("    00001380 "), "{text}");
+    assert!(text.contains(">50"), "{text}");
+    assert!(
+        text.lines().any(|l| l.ends_with('|') && l.contains("  |")),
+        "{text}"
+    );
+}
+
+#[test]
+fn damage_writes_a_copy_and_the_truth() {
+    let dir = temp_dir("damagecmd");
+    let out = dir.join("d.bbl");
+    let result = bbcheck(&[
+        "damage",
+        demo().to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--seed",
+        "4",
+        "--model",
+        "drop-bytes",
+    ]);
+    assert_eq!(
+        result.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    let truth: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("d.bbl.truth.json")).unwrap()).unwrap();
+    let changes = truth["changes"].as_array().unwrap();
+    assert!(!changes.is_empty());
+    assert!(
+        changes
+            .iter()
+            .all(|c| c["kind"] == "drop" && c["input_length"] == 1)
+    );
+    let size = std::fs::metadata(&out).unwrap().len();
+    assert_eq!(
+        size + changes.len() as u64,
+        std::fs::metadata(demo()).unwrap().len()
+    );
+    assert_eq!(
+        bbcheck(&["check", out.to_str().unwrap()]).status.code(),
+        Some(1)
+    );
+}

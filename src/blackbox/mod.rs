@@ -11,6 +11,7 @@ mod group;
 pub mod header;
 mod ledger;
 pub mod predictor;
+pub mod salvage;
 pub mod writer;
 
 use crate::report::{FileReport, Region, RegionKind};

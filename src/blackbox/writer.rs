@@ -37,6 +37,22 @@ impl SessionWriter {
         }
     }
 
+    /// Start a session with header bytes copied as they are (log start marker included).
+    pub fn from_header_bytes(bytes: &[u8]) -> SessionWriter {
+        let out = bytes.to_vec();
+        let header = Header::parse(&out, 0, out.len());
+        let home = vec![0; header.h.as_ref().map_or(0, |d| d.len())];
+        SessionWriter {
+            header,
+            out,
+            previous: None,
+            previous2: None,
+            last_iteration: None,
+            last_main_time: 0,
+            home,
+        }
+    }
+
     /// The header as the decoder will read it.
     pub fn header(&self) -> &Header {
         &self.header

@@ -7,6 +7,7 @@ pub mod check;
 mod damage;
 pub mod export;
 mod output;
+mod salvage;
 
 use clap::{Parser, Subcommand};
 use std::fmt;
@@ -34,6 +35,8 @@ enum Command {
     Check(check::Args),
     /// Write the decoded frames as JSON Lines (to standard output) or CSV files.
     Export(export::Args),
+    /// Write the trusted frames of a (damaged) log as a clean log every decoder reads.
+    Salvage(salvage::Args),
     /// Write a damaged copy of a log and a JSON sidecar with every change made.
     Damage(damage::Args),
 }
@@ -101,6 +104,7 @@ pub fn main() -> u8 {
     let result = match cli.command {
         Command::Check(args) => check::run(&args),
         Command::Export(args) => export::run(&args),
+        Command::Salvage(args) => salvage::run(&args),
         Command::Damage(args) => damage::run(&args),
     };
     match result {

@@ -1,0 +1,243 @@
+//! Salvage: re-encode the trusted frames of every session into a clean log.
+//!
+//! The header is kept (its damaged lines left out); every trusted frame and event is re-encoded in
+//! file order. Where frames were lost, a logging-resume event carries the next iteration and time
+//! so that every decoder accepts the jump, and the next main frame is an I frame (the only kind
+//! trusted after a loss). A session cut short gets a log-end event. Bytes between sessions and
+//! padding are dropped.
+
+use super::decoder::{EventFrame, Frame, Sink, Validation};
+use super::event::Event;
+use super::frame::FrameKind;
+use super::header::LOG_START_MARKER;
+use super::writer::SessionWriter;
+use super::{Session, decode_with};
+use crate::report::{FileReport, FrameCounts};
+use serde::Serialize;
+
+/// What salvage did with one session.
+#[derive(Debug, Clone, Serialize)]
+pub struct SalvagedSession {
+    /// 1-based index in the input.
+    pub index: usize,
+    /// The session's bytes in the input.
+    pub input_start: u64,
+    pub input_end: u64,
+    /// Where the session landed in its output file.
+    pub output_start: u64,
+    pub output_end: u64,
+    /// Frames written, by type (events include the ones added).
+    pub kept: FrameCounts,
+    /// Logging-resume events written where frames were lost.
+    pub resume_events_added: u64,
+    /// Whether a log-end event was added because the session was cut short.
+    pub log_end_added: bool,
+    /// Header lines left out because they were damaged.
+    pub header_lines_dropped: usize,
+}
+
+/// One re-encoded session.
+pub struct SalvagedBytes {
+    pub summary: SalvagedSession,
+    pub bytes: Vec<u8>,
+}
+
+/// Re-encodes what a session decodes to.
+struct Reencoder {
+    writer: Option<SessionWriter>,
+    /// The iteration the next main frame continues from without a loss.
+    expected_iteration: Option<u32>,
+    /// H and G frames waiting for any other frame: right after the header an `H` would read as a
+    /// header line.
+    held: Vec<(FrameKind, Vec<i64>)>,
+    wrote_frame: bool,
+    /// Whether the session's log-end event was written.
+    ended: bool,
+    summary: Option<SalvagedSession>,
+    done: Vec<SalvagedBytes>,
+    select: Option<usize>,
+}
+
+impl Reencoder {
+    fn start(&mut self, file: &[u8], session: &Session) {
+        self.finish();
+        if self.select.is_some_and(|s| s != session.bounds.index) {
+            return;
+        }
+        let header = &session.header;
+        let start = session.bounds.start;
+        let data_start = (header.data_start as usize).clamp(start, session.bounds.end);
+        let (writer, dropped) = if header.problems.is_empty() {
+            (
+                SessionWriter::from_header_bytes(&file[start..data_start]),
+                0,
+            )
+        } else {
+            let damaged = |offset: u64| {
+                header
+                    .problems
+                    .iter()
+                    .any(|p| (p.start..p.end).contains(&offset))
+            };
+            let good: Vec<(&str, &str)> = header
+                .lines
+                .iter()
+                .filter(|l| !damaged(l.offset) && l.name != "Product")
+                .map(|l| (l.name.as_str(), l.value.as_str()))
+                .collect();
+            let dropped = header.lines.len().saturating_sub(good.len() + 1);
+            (SessionWriter::new(&good), dropped)
+        };
+        debug_assert!(writer.bytes().starts_with(LOG_START_MARKER));
+        self.writer = Some(writer);
+        self.expected_iteration = None;
+        self.held.clear();
+        self.wrote_frame = false;
+        self.ended = false;
+        self.summary = Some(SalvagedSession {
+            index: session.bounds.index,
+            input_start: start as u64,
+            input_end: session.bounds.end as u64,
+            output_start: 0,
+            output_end: 0,
+            kept: FrameCounts::default(),
+            resume_events_added: 0,
+            log_end_added: false,
+            header_lines_dropped: dropped,
+        });
+    }
+
+    fn count(&mut self, kind: FrameKind) {
+        if let Some(s) = &mut self.summary {
+            let c = &mut s.kept;
+            match kind {
+                FrameKind::I => c.i += 1,
+                FrameKind::P => c.p += 1,
+                FrameKind::S => c.s += 1,
+                FrameKind::G => c.g += 1,
+                FrameKind::H => c.h += 1,
+                FrameKind::E => c.e += 1,
+            }
+        }
+    }
+
+    fn write_event(&mut self, event: &Event) {
+        let Some(w) = &mut self.writer else { return };
+        w.event(event);
+        self.wrote_frame = true;
+        match *event {
+            Event::LoggingResume { iteration, .. } => self.expected_iteration = Some(iteration),
+            Event::LogEnd { .. } => self.ended = true,
+            _ => {}
+        }
+        self.count(FrameKind::E);
+        self.release_held();
+    }
+
+    fn release_held(&mut self) {
+        let held = std::mem::take(&mut self.held);
+        for (kind, values) in held {
+            if let Some(w) = &mut self.writer {
+                w.other(kind, &values);
+            }
+            self.count(kind);
+        }
+    }
+
+    fn finish(&mut self) {
+        let (Some(mut w), Some(mut summary)) = (self.writer.take(), self.summary.take()) else {
+            return;
+        };
+        if !self.ended {
+            w.event(&Event::LogEnd {
+                disarm_reason: None,
+            });
+            summary.log_end_added = true;
+            summary.kept.e += 1;
+        }
+        let bytes = w.finish();
+        summary.output_end = bytes.len() as u64;
+        self.done.push(SalvagedBytes { summary, bytes });
+    }
+}
+
+impl Sink for Reencoder {
+    fn frame(&mut self, frame: &Frame<'_>) {
+        let Some(w) = &mut self.writer else { return };
+        let values = frame.values;
+        match frame.kind {
+            FrameKind::I | FrameKind::P => {
+                let header = w.header();
+                let index = header
+                    .i
+                    .as_ref()
+                    .and_then(|d| d.index_of("loopIteration"))
+                    .unwrap_or(0);
+                let time_index = header
+                    .i
+                    .as_ref()
+                    .and_then(|d| d.index_of("time"))
+                    .unwrap_or(1);
+                let iteration = values[index] as u32;
+                if self.expected_iteration.is_some_and(|e| e != iteration) {
+                    let resume = Event::LoggingResume {
+                        iteration,
+                        time: values[time_index] as u32,
+                    };
+                    w.event(&resume);
+                    if let Some(s) = &mut self.summary {
+                        s.resume_events_added += 1;
+                        s.kept.e += 1;
+                    }
+                }
+                let w = self.writer.as_mut().expect("checked above");
+                w.main(frame.kind, values);
+                self.expected_iteration = Some(
+                    iteration
+                        .wrapping_add(1)
+                        .wrapping_add(w.header().skipped_after(iteration)),
+                );
+                self.wrote_frame = true;
+                self.count(frame.kind);
+                self.release_held();
+            }
+            FrameKind::H | FrameKind::G if !self.wrote_frame => {
+                self.held.push((frame.kind, values.to_vec()));
+            }
+            kind => {
+                w.other(kind, values);
+                self.wrote_frame = true;
+                self.count(kind);
+                self.release_held();
+            }
+        }
+    }
+
+    fn event(&mut self, event: &EventFrame<'_>) {
+        self.write_event(event.event);
+    }
+}
+
+/// Salvage `file`: every session (or only `select`), each re-encoded on its own, and the report
+/// of what the input held.
+pub fn salvage(path: &str, file: &[u8], select: Option<usize>) -> (FileReport, Vec<SalvagedBytes>) {
+    let mut sink = Reencoder {
+        writer: None,
+        expected_iteration: None,
+        held: Vec::new(),
+        wrote_frame: false,
+        ended: false,
+        summary: None,
+        done: Vec::new(),
+        select,
+    };
+    let report = decode_with(
+        Validation::Thorough,
+        path,
+        file,
+        |session, sink: &mut Reencoder| sink.start(file, session),
+        &mut sink,
+    );
+    sink.finish();
+    (report, sink.done)
+}

@@ -1,0 +1,157 @@
+//! `bbcheck salvage`: write the trusted frames of a damaged log as a clean log.
+
+use super::output::AtomicFile;
+use super::{EXIT_CLEAN, EXIT_DAMAGED, Error, read_input};
+use crate::blackbox::{self, salvage::SalvagedSession};
+use crate::report::CorruptSpan;
+use serde::Serialize;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Log to salvage (never modified).
+    input: PathBuf,
+    /// Clean log to write (with --split, the name each flight's file is derived from:
+    /// `<stem>.NN.<ext>`).
+    #[arg(short = 'o', long = "output")]
+    output: PathBuf,
+    /// Keep only this session (1-based).
+    #[arg(long)]
+    session: Option<usize>,
+    /// Write one file per session.
+    #[arg(long)]
+    split: bool,
+    /// Print a JSON summary of what was kept and dropped.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The JSON summary.
+#[derive(Serialize)]
+struct Summary<'a> {
+    input: String,
+    outputs: Vec<Output>,
+    /// What was dropped, as byte spans of the input with their reasons.
+    dropped: &'a [CorruptSpan],
+}
+
+#[derive(Serialize)]
+struct Output {
+    path: String,
+    sessions: Vec<SalvagedSession>,
+}
+
+fn split_name(output: &Path, index: usize) -> PathBuf {
+    let stem = output
+        .file_stem()
+        .map_or_else(|| "salvaged".into(), |s| s.to_string_lossy().into_owned());
+    let name = match output.extension() {
+        Some(ext) => format!("{stem}.{index:02}.{}", ext.to_string_lossy()),
+        None => format!("{stem}.{index:02}"),
+    };
+    output.with_file_name(name)
+}
+
+/// Whether two paths name the same file (the output need not exist yet).
+fn same_file(a: &Path, b: &Path) -> bool {
+    let canonical = |p: &Path| {
+        std::fs::canonicalize(p).ok().or_else(|| {
+            let parent = p
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            std::fs::canonicalize(parent)
+                .ok()
+                .map(|d| d.join(p.file_name().unwrap_or_default()))
+        })
+    };
+    canonical(a).is_some_and(|x| Some(x) == canonical(b))
+}
+
+pub fn run(args: &Args) -> Result<u8, Error> {
+    let data = read_input(&args.input)?;
+    if !blackbox::is_blackbox(&data) {
+        return Err(Error::NotALog {
+            path: args.input.clone(),
+            size: data.len() as u64,
+        });
+    }
+    let name = args.input.display().to_string();
+    let (report, sessions) = blackbox::salvage::salvage(&name, &data, args.session);
+    if let Some(n) = args.session
+        && sessions.is_empty()
+    {
+        return Err(Error::Usage(format!(
+            "{}: there is no session {n} (the file has {})",
+            args.input.display(),
+            report.sessions.len()
+        )));
+    }
+    // Group the sessions into output files.
+    let mut files: Vec<(PathBuf, Vec<_>)> = Vec::new();
+    if args.split {
+        for s in sessions {
+            files.push((split_name(&args.output, s.summary.index), vec![s]));
+        }
+    } else {
+        files.push((args.output.clone(), sessions));
+    }
+    for (path, _) in &files {
+        if same_file(path, &args.input) {
+            return Err(Error::Usage(format!(
+                "{}: refusing to write the salvaged log over its input",
+                path.display()
+            )));
+        }
+    }
+    let mut pending = Vec::new();
+    let mut outputs = Vec::new();
+    for (path, sessions) in files {
+        let mut file = AtomicFile::create(&path)?;
+        let mut offset = 0u64;
+        let mut summaries = Vec::new();
+        for s in sessions {
+            file.writer()
+                .write_all(&s.bytes)
+                .map_err(|e| Error::io(&path, e))?;
+            let mut summary = s.summary;
+            summary.output_start = offset;
+            summary.output_end = offset + s.bytes.len() as u64;
+            offset = summary.output_end;
+            summaries.push(summary);
+        }
+        pending.push(file);
+        outputs.push(Output {
+            path: path.display().to_string(),
+            sessions: summaries,
+        });
+    }
+    for file in pending {
+        file.commit()?;
+    }
+    if args.json {
+        let dropped: Vec<CorruptSpan> = report
+            .corrupt_spans
+            .iter()
+            .filter(|s| args.session.is_none_or(|n| s.session == n))
+            .cloned()
+            .collect();
+        let summary = Summary {
+            input: name,
+            outputs,
+            dropped: &dropped,
+        };
+        let stdout = io::stdout();
+        let mut out = stdout.lock();
+        serde_json::to_writer(&mut out, &summary)
+            .map_err(io::Error::from)
+            .and_then(|()| writeln!(out))
+            .map_err(|e| Error::io(Path::new("<stdout>"), e))?;
+    }
+    Ok(if report.is_clean() {
+        EXIT_CLEAN
+    } else {
+        EXIT_DAMAGED
+    })
+}

@@ -1,0 +1,146 @@
+//! Salvage: clean logs re-encode byte for byte; damaged ones become clean logs holding exactly the
+//! trusted frames; salvaging twice changes nothing.
+
+mod common;
+
+use bbcheck::blackbox::decoder::{EventFrame, Frame, Sink};
+use bbcheck::blackbox::event::Event;
+use bbcheck::blackbox::frame::FrameKind;
+use bbcheck::blackbox::salvage::salvage;
+use bbcheck::damage::{self, Model};
+use bbcheck::report::RegionKind;
+use std::path::PathBuf;
+
+#[derive(Default, PartialEq, Debug)]
+struct Collect {
+    frames: Vec<(FrameKind, Vec<i64>)>,
+    events: Vec<Event>,
+}
+
+impl Sink for Collect {
+    fn frame(&mut self, frame: &Frame<'_>) {
+        self.frames.push((frame.kind, frame.values.to_vec()));
+    }
+    fn event(&mut self, event: &EventFrame<'_>) {
+        self.events.push(event.event.clone());
+    }
+}
+
+fn decode(data: &[u8]) -> (Collect, bbcheck::report::FileReport) {
+    let mut c = Collect::default();
+    let report = bbcheck::blackbox::decode("t", data, |_, _| {}, &mut c);
+    (c, report)
+}
+
+fn salvage_all(data: &[u8]) -> Vec<u8> {
+    salvage("t", data, None)
+        .1
+        .into_iter()
+        .flat_map(|s| s.bytes)
+        .collect()
+}
+
+fn logs() -> Vec<PathBuf> {
+    let mut logs = vec![common::own_corpus().join("generated/demo.bbl")];
+    if let Some(corpus) = common::corpus() {
+        for entry in std::fs::read_dir(corpus.join("real/blackbox")).unwrap() {
+            logs.push(entry.unwrap().path());
+        }
+    }
+    logs.sort();
+    logs
+}
+
+#[test]
+fn clean_sessions_re_encode_byte_for_byte() {
+    for path in logs() {
+        let data = std::fs::read(&path).unwrap();
+        let (report, sessions) = salvage("t", &data, None);
+        if !report.is_clean() {
+            continue;
+        }
+        assert_eq!(sessions.len(), report.sessions.len());
+        for (s, out) in report.sessions.iter().zip(&sessions) {
+            let trusted_end = s
+                .regions
+                .iter()
+                .filter(|r| matches!(r.kind, RegionKind::Frames | RegionKind::Header))
+                .map(|r| r.end)
+                .max()
+                .unwrap();
+            let mut expected = data[s.start as usize..trusted_end as usize].to_vec();
+            if !s.log_end {
+                expected.extend_from_slice(b"E\xFFEnd of log\0");
+            }
+            assert!(
+                out.bytes == expected,
+                "{} session {}: salvage differs from the input ({} vs {} bytes)",
+                path.display(),
+                s.index,
+                out.bytes.len(),
+                expected.len()
+            );
+        }
+    }
+}
+
+#[test]
+fn damaged_logs_salvage_to_clean_logs_of_exactly_the_trusted_frames() {
+    let models = [
+        Model::DropRuns,
+        Model::DropBytes,
+        Model::LostBlocks,
+        Model::LongDropout,
+        Model::BitFlips,
+        Model::InsertGarbage,
+        Model::ZeroRuns,
+        Model::Truncate,
+        Model::Newline,
+        Model::HeaderLine,
+    ];
+    let mut cases = 0;
+    for path in logs().into_iter().take(5) {
+        let data = std::fs::read(&path).unwrap();
+        for model in models {
+            for seed in 0..2 {
+                let damaged = damage::damage(&data, model, seed).data;
+                let (trusted, _) = decode(&damaged);
+                let salvaged = salvage_all(&damaged);
+                let (got, report) = decode(&salvaged);
+                let case = format!("{} {} seed {seed}", path.display(), model.name());
+                assert!(
+                    report.is_clean(),
+                    "{case}: {:?}",
+                    report.corrupt_spans.first()
+                );
+                report.check_accounting().unwrap();
+                assert_eq!(got.frames.len(), trusted.frames.len(), "{case}");
+                assert!(got.frames == trusted.frames, "{case}: frames differ");
+                // Events: the trusted ones, plus logging-resume and log-end events salvage adds.
+                let added =
+                    |e: &Event| matches!(e, Event::LoggingResume { .. } | Event::LogEnd { .. });
+                let kept: Vec<&Event> = got.events.iter().filter(|e| !added(e)).collect();
+                let want: Vec<&Event> = trusted.events.iter().filter(|e| !added(e)).collect();
+                assert_eq!(kept, want, "{case}");
+                assert_eq!(
+                    salvage_all(&salvaged),
+                    salvaged,
+                    "{case}: salvage is not idempotent"
+                );
+                cases += 1;
+            }
+        }
+    }
+    assert!(cases >= 20);
+}
+
+#[test]
+fn one_session_can_be_salvaged_alone() {
+    let data = std::fs::read(common::own_corpus().join("generated/demo.bbl")).unwrap();
+    let (_, all) = salvage("t", &data, None);
+    let (_, second) = salvage("t", &data, Some(2));
+    assert_eq!(all.len(), 2);
+    assert_eq!(second.len(), 1);
+    assert_eq!(second[0].summary.index, 2);
+    assert_eq!(second[0].bytes, all[1].bytes);
+}
