@@ -151,6 +151,9 @@ fn header_lines(spec: &FlightSpec) -> Vec<(String, String)> {
         ("minthrottle".into(), "1070".into()),
         ("vbatref".into(), "1650".into()),
         ("motorOutput".into(), "158,2047".into()),
+        ("motor_pwm_protocol".into(), "6".into()),
+        ("debug_mode".into(), "0".into()),
+        ("acc_1G".into(), "2048".into()),
     ]);
     lines
 }
