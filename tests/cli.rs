@@ -378,3 +378,66 @@ fn damage_writes_a_copy_and_the_truth() {
         Some(1)
     );
 }
+
+#[test]
+fn a_lost_header_is_borrowed_from_a_log_of_the_same_firmware() {
+    let dir = temp_dir("donor");
+    let demo_bytes = std::fs::read(demo()).unwrap();
+    let report: Value =
+        serde_json::from_slice(&bbcheck(&["check", "--json", demo().to_str().unwrap()]).stdout)
+            .unwrap();
+    let (data_start, end) = (
+        report["sessions"][0]["data_start"].as_u64().unwrap() as usize,
+        report["sessions"][0]["end"].as_u64().unwrap() as usize,
+    );
+    // The first flight without its header: not a log any more.
+    let headless = dir.join("headless.bbl");
+    std::fs::write(&headless, &demo_bytes[data_start..end]).unwrap();
+    assert_eq!(
+        bbcheck(&["check", headless.to_str().unwrap()])
+            .status
+            .code(),
+        Some(2)
+    );
+    let out = dir.join("rescued.bbl");
+    let result = bbcheck(&[
+        "salvage",
+        headless.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--header-from",
+        demo().to_str().unwrap(),
+    ]);
+    assert_eq!(
+        result.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    // The rescued flight is the original one, byte for byte.
+    assert_eq!(std::fs::read(&out).unwrap(), demo_bytes[..end]);
+    // A donor whose layout does not fit is refused, and nothing is written.
+    let other = dir.join("other.bbl");
+    let header = String::from_utf8(demo_bytes[..data_start].to_vec()).unwrap();
+    let p_encoding = header
+        .lines()
+        .find(|l| l.starts_with("H Field P encoding:"))
+        .unwrap();
+    let all_varints = format!(
+        "H Field P encoding:{}",
+        vec!["0"; p_encoding.split(',').count()].join(",")
+    );
+    std::fs::write(&other, header.replace(p_encoding, &all_varints)).unwrap();
+    let refused_out = dir.join("refused.bbl");
+    let refused = bbcheck(&[
+        "salvage",
+        headless.to_str().unwrap(),
+        "-o",
+        refused_out.to_str().unwrap(),
+        "--header-from",
+        other.to_str().unwrap(),
+    ]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("does not decode"));
+    assert!(!refused_out.exists());
+}

@@ -6,7 +6,9 @@
 //! - recall: accepted main frames equal to a ceiling frame, over the ceiling;
 //! - wrong: accepted main frames with the iteration and time of a clean frame but other values;
 //! - bogus: accepted main frames whose iteration and time no clean frame has;
-//! - localisation: damage points inside a reported corrupt span or within one frame (256 bytes).
+//! - localisation: damage points inside a reported corrupt span or within one frame (256 bytes);
+//! - held: clean frames a salvaged log holds, over all clean frames (salvage writes exactly the
+//!   trusted frames, `tests/salvage.rs`).
 //!
 //! The "reference" columns decode the same files with the reference decoders' rules.
 
@@ -68,6 +70,8 @@ struct Tally {
     reference_bogus: u64,
     points: u64,
     localised: u64,
+    /// Clean frames the salvaged log holds (salvage writes exactly the trusted frames).
+    held: u64,
 }
 
 /// The clean frames whose bytes and prediction chain survived `changes`.
@@ -107,18 +111,20 @@ fn truth(clean: &Mains) -> Truth<'_> {
         .collect()
 }
 
-fn score(truth: &Truth<'_>, intact: &[bool], got: &Mains) -> (u64, u64, u64) {
-    let (mut recovered, mut wrong, mut bogus) = (0, 0, 0);
+/// Accepted frames equal to a ceiling frame, wrong ones, bogus ones, and all equal to a clean one.
+fn score(truth: &Truth<'_>, intact: &[bool], got: &Mains) -> (u64, u64, u64, u64) {
+    let (mut recovered, mut wrong, mut bogus, mut held) = (0, 0, 0, 0);
     for f in &got.frames {
         match truth.get(&f.key) {
             Some(&(i, values)) if values == f.values.as_slice() => {
-                recovered += u64::from(intact[i])
+                recovered += u64::from(intact[i]);
+                held += 1;
             }
             Some(_) => wrong += 1,
             None => bogus += 1,
         }
     }
-    (recovered, wrong, bogus)
+    (recovered, wrong, bogus, held)
 }
 
 fn measure() -> Option<Vec<(Model, Tally)>> {
@@ -143,8 +149,9 @@ fn measure() -> Option<Vec<(Model, Tally)>> {
                 let intact = ceiling(clean, &d.changes);
                 let (got, report) = decode(&d.data, Validation::Thorough);
                 let (reference, _) = decode(&d.data, Validation::Reference);
-                let (r, w, b) = score(truth, &intact, &got);
-                let (rr, rw, rb) = score(truth, &intact, &reference);
+                let (r, w, b, held) = score(truth, &intact, &got);
+                let (rr, rw, rb, _) = score(truth, &intact, &reference);
+                t.held += held;
                 t.cases += 1;
                 t.clean_frames += clean.frames.len() as u64;
                 t.ceiling += intact.iter().filter(|&&x| x).count() as u64;
@@ -195,7 +202,7 @@ fn recovery_quality_per_damage_model() {
     );
     for (model, t) in &table {
         println!(
-            "{:<15} {:>5} {:>9} {:>8.3} {:>8.3} {:>6} {:>6} {:>8} {:>7.2} {:>7.2} {:>7}",
+            "{:<15} {:>5} {:>9} {:>8.3} {:>8.3} {:>6} {:>6} {:>8} {:>7.2} {:>7.2} {:>7} {:>7.2}",
             model.name(),
             t.cases,
             t.ceiling,
@@ -207,6 +214,7 @@ fn recovery_quality_per_damage_model() {
             pct(t.ceiling, t.clean_frames),
             pct(t.localised, t.points),
             t.points,
+            pct(t.held, t.clean_frames),
         );
     }
     for (model, t) in &table {

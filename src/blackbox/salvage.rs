@@ -241,3 +241,101 @@ pub fn salvage(path: &str, file: &[u8], select: Option<usize>) -> (FileReport, V
     sink.finish();
     (report, sink.done)
 }
+
+/// A stretch of the input carried into a file whose headers were borrowed.
+#[derive(Debug, Clone, Copy)]
+struct Segment {
+    start: usize,
+    input_start: usize,
+    len: usize,
+}
+
+/// The input with every unusable (or missing) header replaced by a donor's.
+pub struct Borrowed {
+    /// The input's frame data behind the donor's header.
+    pub bytes: Vec<u8>,
+    segments: Vec<Segment>,
+    /// Sessions (1-based, in `bytes`) whose header came from the donor.
+    pub replaced: Vec<usize>,
+}
+
+impl Borrowed {
+    /// The input offset of an offset in `bytes`; a borrowed header maps to where its data starts.
+    pub fn input_offset(&self, offset: u64) -> u64 {
+        let offset = offset as usize;
+        for s in &self.segments {
+            if offset < s.start {
+                return s.input_start as u64;
+            }
+            if offset < s.start + s.len {
+                return (s.input_start + offset - s.start) as u64;
+            }
+        }
+        self.segments
+            .last()
+            .map_or(0, |s| (s.input_start + s.len) as u64)
+    }
+}
+
+/// Put `donor`'s first header in front of the data of every session of `input` whose header does
+/// not define I frames (or in front of the whole input when it has no session at all). Refused when
+/// the donor's layout does not decode that data plausibly: less than half of its bytes in trusted
+/// frames, or no trusted main frame.
+pub fn borrow_header(input: &[u8], donor: &[u8]) -> Result<Borrowed, String> {
+    let donor_session = super::sessions(donor)
+        .into_iter()
+        .find(|s| s.header.i.is_some())
+        .ok_or("the donor has no session whose header defines I frames")?;
+    let header = &donor[donor_session.bounds.start..donor_session.header.data_start as usize];
+    let sessions = super::sessions(input);
+    // Data ranges to put behind the donor's header, and what to keep as it is.
+    let mut pieces: Vec<(bool, usize, usize)> = Vec::new();
+    if sessions.is_empty() {
+        pieces.push((true, 0, input.len()));
+    }
+    for s in &sessions {
+        let data_start = (s.header.data_start as usize).clamp(s.bounds.start, s.bounds.end);
+        if s.header.i.is_some() {
+            pieces.push((false, s.bounds.start, s.bounds.end));
+        } else {
+            pieces.push((true, data_start, s.bounds.end));
+        }
+    }
+    let mut bytes = Vec::with_capacity(input.len() + header.len() * pieces.len());
+    let mut segments = Vec::new();
+    let mut replaced = Vec::new();
+    for (index, &(borrow, start, end)) in pieces.iter().enumerate() {
+        if borrow {
+            bytes.extend_from_slice(header);
+            replaced.push(index + 1);
+        }
+        segments.push(Segment {
+            start: bytes.len(),
+            input_start: start,
+            len: end - start,
+        });
+        bytes.extend_from_slice(&input[start..end]);
+    }
+    let report = super::decode("borrowed", &bytes, |_, _| {}, &mut super::decoder::Discard);
+    for &index in &replaced {
+        let s = &report.sessions[index - 1];
+        let data = s.end - s.data_start;
+        let trusted: u64 = s
+            .regions
+            .iter()
+            .filter(|r| r.kind == crate::report::RegionKind::Frames)
+            .map(|r| r.end - r.start)
+            .sum();
+        if s.frames.i + s.frames.p == 0 || trusted * 2 < data {
+            return Err(format!(
+                "the donor's field layout does not decode session {index}: {trusted} of its {data} \
+                 data bytes form trusted frames"
+            ));
+        }
+    }
+    Ok(Borrowed {
+        bytes,
+        segments,
+        replaced,
+    })
+}

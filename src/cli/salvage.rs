@@ -25,6 +25,10 @@ pub struct Args {
     /// Print a JSON summary of what was kept and dropped.
     #[arg(long)]
     json: bool,
+    /// Borrow the frame definitions from another log of the same firmware when the input's header
+    /// is missing or does not define the frames.
+    #[arg(long, value_name = "DONOR")]
+    header_from: Option<PathBuf>,
 }
 
 /// The JSON summary.
@@ -70,15 +74,39 @@ fn same_file(a: &Path, b: &Path) -> bool {
 }
 
 pub fn run(args: &Args) -> Result<u8, Error> {
-    let data = read_input(&args.input)?;
-    if !blackbox::is_blackbox(&data) {
-        return Err(Error::NotALog {
-            path: args.input.clone(),
-            size: data.len() as u64,
-        });
-    }
+    let input = read_input(&args.input)?;
     let name = args.input.display().to_string();
-    let (report, sessions) = blackbox::salvage::salvage(&name, &data, args.session);
+    let borrowed = match &args.header_from {
+        Some(donor_path) => {
+            let donor = read_input(donor_path)?;
+            let borrowed = blackbox::salvage::borrow_header(&input, &donor).map_err(|e| {
+                Error::Usage(format!(
+                    "{}: header from {}: {e}",
+                    args.input.display(),
+                    donor_path.display()
+                ))
+            })?;
+            Some(borrowed)
+        }
+        None if !blackbox::is_blackbox(&input) => {
+            return Err(Error::NotALog {
+                path: args.input.clone(),
+                size: input.len() as u64,
+            });
+        }
+        None => None,
+    };
+    let data = borrowed.as_ref().map_or(&input[..], |b| &b.bytes[..]);
+    let to_input = |offset: u64| borrowed.as_ref().map_or(offset, |b| b.input_offset(offset));
+    let (mut report, mut sessions) = blackbox::salvage::salvage(&name, data, args.session);
+    for s in &mut sessions {
+        s.summary.input_start = to_input(s.summary.input_start);
+        s.summary.input_end = to_input(s.summary.input_end);
+    }
+    for span in &mut report.corrupt_spans {
+        span.start = to_input(span.start);
+        span.end = to_input(span.end);
+    }
     if let Some(n) = args.session
         && sessions.is_empty()
     {
