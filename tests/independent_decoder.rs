@@ -9,9 +9,14 @@ use bbcheck::damage::{self, Model};
 use blackbox_log::data::ParserEvent;
 
 fn supported(revision: &str) -> bool {
-    ["Betaflight 4.2.", "Betaflight 4.3.", "Betaflight 4.4.", "Betaflight 4.5."]
-        .iter()
-        .any(|p| revision.starts_with(p))
+    [
+        "Betaflight 4.2.",
+        "Betaflight 4.3.",
+        "Betaflight 4.4.",
+        "Betaflight 4.5.",
+    ]
+    .iter()
+    .any(|p| revision.starts_with(p))
 }
 
 #[test]
@@ -26,11 +31,23 @@ fn salvaged_logs_read_cleanly_in_an_independent_decoder() {
     for path in logs {
         let data = std::fs::read(&path).unwrap();
         let sessions = bbcheck::blackbox::sessions(&data);
-        let Some(first) = sessions.first() else { continue };
-        if !first.header.firmware_revision.as_deref().is_some_and(supported) {
+        let Some(first) = sessions.first() else {
+            continue;
+        };
+        if !first
+            .header
+            .firmware_revision
+            .as_deref()
+            .is_some_and(supported)
+        {
             continue;
         }
-        for model in [Model::DropRuns, Model::LostBlocks, Model::ZeroRuns, Model::Truncate] {
+        for model in [
+            Model::DropRuns,
+            Model::LostBlocks,
+            Model::ZeroRuns,
+            Model::Truncate,
+        ] {
             let damaged = damage::damage(&data, model, 1).data;
             let (_, salvaged) = salvage("t", &damaged, None);
             for out in salvaged {
@@ -54,7 +71,12 @@ fn salvaged_logs_read_cleanly_in_an_independent_decoder() {
                         ParserEvent::Event(_) => {}
                     }
                 }
-                let case = format!("{} {} session {}", path.display(), model.name(), out.summary.index);
+                let case = format!(
+                    "{} {} session {}",
+                    path.display(),
+                    model.name(),
+                    out.summary.index
+                );
                 assert_eq!(main, kept.i + kept.p, "{case}: main frames");
                 assert_eq!(slow, kept.s, "{case}: slow frames");
                 assert_eq!(gps, kept.g, "{case}: GPS frames");
