@@ -144,3 +144,20 @@ fn one_session_can_be_salvaged_alone() {
     assert_eq!(second[0].summary.index, 2);
     assert_eq!(second[0].bytes, all[1].bytes);
 }
+
+#[test]
+fn the_hand_damaged_real_log_salvages_to_a_clean_log() {
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
+    let path =
+        corpus.join("real/blackbox/betaflight-4.2.11-blackbox-log-error-recovery-edited.bbl");
+    let data = std::fs::read(&path).unwrap();
+    let (trusted, report) = decode(&data);
+    assert!(!report.is_clean());
+    let salvaged = salvage_all(&data);
+    let (got, report) = decode(&salvaged);
+    assert!(report.is_clean(), "{:?}", report.corrupt_spans);
+    assert_eq!(got.frames, trusted.frames);
+    assert_eq!(salvage_all(&salvaged), salvaged);
+}
