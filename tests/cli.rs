@@ -281,6 +281,16 @@ fn salvage_writes_a_clean_log_and_never_its_input() {
         1
     );
     assert_eq!(summary["dropped"][0]["reason"], "frame-rejected-next-byte");
+    // Each dropped span says where the output continues after it.
+    let dropped = &summary["outputs"][0]["sessions"][0]["dropped"][0];
+    assert_eq!(dropped["input_start"], summary["dropped"][0]["start"]);
+    let output_offset = dropped["output_offset"].as_u64().unwrap();
+    let clean = std::fs::read(&out).unwrap();
+    assert_eq!(
+        clean[output_offset as usize], b'E',
+        "a logging-resume event bridges the gap"
+    );
+    assert_eq!(clean[output_offset as usize + 1], 14);
     assert_eq!(
         bbcheck(&["check", out.to_str().unwrap()]).status.code(),
         Some(0)

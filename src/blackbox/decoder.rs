@@ -549,6 +549,10 @@ impl<'a> SessionDecoder<'a> {
     fn reject(&mut self, reason: DamageReason) {
         if !matches!(reason, DamageReason::UnknownEvent | DamageReason::NoGpsHome) {
             self.stream_valid = false;
+            // A GPS home frame may have been lost here: G frames wait for the next one.
+            if self.validation == Validation::Thorough {
+                self.home_valid = false;
+            }
         }
         self.scan_gap.get_or_insert(reason);
     }

@@ -34,6 +34,18 @@ pub struct SalvagedSession {
     pub log_end_added: bool,
     /// Header lines left out because they were damaged.
     pub header_lines_dropped: usize,
+    /// Input byte spans left out, with where the output continues after each.
+    pub dropped: Vec<DroppedSpan>,
+}
+
+/// Bytes of the input that salvage left out.
+#[derive(Debug, Clone, Serialize)]
+pub struct DroppedSpan {
+    pub input_start: u64,
+    pub input_end: u64,
+    pub reason: crate::report::DamageReason,
+    /// Offset in the session's output where what follows the span was written.
+    pub output_offset: u64,
 }
 
 /// One re-encoded session.
@@ -54,7 +66,11 @@ struct Reencoder {
     /// Whether the session's log-end event was written.
     ended: bool,
     summary: Option<SalvagedSession>,
-    done: Vec<SalvagedBytes>,
+    /// End of the last input frame written, and (input offset, output offset) wherever the
+    /// input skipped bytes between two written frames.
+    last_input_end: Option<u64>,
+    anchors: Vec<(u64, u64)>,
+    done: Vec<(SalvagedBytes, Vec<(u64, u64)>)>,
     select: Option<usize>,
 }
 
@@ -94,6 +110,8 @@ impl Reencoder {
         self.held.clear();
         self.wrote_frame = false;
         self.ended = false;
+        self.last_input_end = None;
+        self.anchors.clear();
         self.summary = Some(SalvagedSession {
             index: session.bounds.index,
             input_start: start as u64,
@@ -104,7 +122,17 @@ impl Reencoder {
             resume_events_added: 0,
             log_end_added: false,
             header_lines_dropped: dropped,
+            dropped: Vec::new(),
         });
+    }
+
+    /// Remember where the output stands when the input skipped bytes before `start`.
+    fn note_position(&mut self, start: u64, end: u64) {
+        let Some(w) = &self.writer else { return };
+        if self.last_input_end != Some(start) {
+            self.anchors.push((start, w.bytes().len() as u64));
+        }
+        self.last_input_end = Some(end);
     }
 
     fn count(&mut self, kind: FrameKind) {
@@ -148,6 +176,8 @@ impl Reencoder {
         let (Some(mut w), Some(mut summary)) = (self.writer.take(), self.summary.take()) else {
             return;
         };
+        self.anchors
+            .push((summary.input_end, w.bytes().len() as u64));
         if !self.ended {
             w.event(&Event::LogEnd {
                 disarm_reason: None,
@@ -157,12 +187,14 @@ impl Reencoder {
         }
         let bytes = w.finish();
         summary.output_end = bytes.len() as u64;
-        self.done.push(SalvagedBytes { summary, bytes });
+        let anchors = std::mem::take(&mut self.anchors);
+        self.done.push((SalvagedBytes { summary, bytes }, anchors));
     }
 }
 
 impl Sink for Reencoder {
     fn frame(&mut self, frame: &Frame<'_>) {
+        self.note_position(frame.offset, frame.offset + frame.len as u64);
         let Some(w) = &mut self.writer else { return };
         let values = frame.values;
         match frame.kind {
@@ -214,6 +246,7 @@ impl Sink for Reencoder {
     }
 
     fn event(&mut self, event: &EventFrame<'_>) {
+        self.note_position(event.offset, event.offset + event.len as u64);
         self.write_event(event.event);
     }
 }
@@ -228,6 +261,8 @@ pub fn salvage(path: &str, file: &[u8], select: Option<usize>) -> (FileReport, V
         wrote_frame: false,
         ended: false,
         summary: None,
+        last_input_end: None,
+        anchors: Vec::new(),
         done: Vec::new(),
         select,
     };
@@ -239,7 +274,28 @@ pub fn salvage(path: &str, file: &[u8], select: Option<usize>) -> (FileReport, V
         &mut sink,
     );
     sink.finish();
-    (report, sink.done)
+    let done = sink
+        .done
+        .into_iter()
+        .map(|(mut salvaged, anchors)| {
+            let session = &report.sessions[salvaged.summary.index - 1];
+            salvaged.summary.dropped = session
+                .corrupt_spans
+                .iter()
+                .map(|span| DroppedSpan {
+                    input_start: span.start,
+                    input_end: span.end,
+                    reason: span.reason,
+                    output_offset: anchors
+                        .iter()
+                        .find(|&&(input, _)| input >= span.end)
+                        .map_or(salvaged.bytes.len() as u64, |&(_, output)| output),
+                })
+                .collect();
+            salvaged
+        })
+        .collect();
+    (report, done)
 }
 
 /// A stretch of the input carried into a file whose headers were borrowed.

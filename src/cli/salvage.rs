@@ -102,6 +102,10 @@ pub fn run(args: &Args) -> Result<u8, Error> {
     for s in &mut sessions {
         s.summary.input_start = to_input(s.summary.input_start);
         s.summary.input_end = to_input(s.summary.input_end);
+        for d in &mut s.summary.dropped {
+            d.input_start = to_input(d.input_start);
+            d.input_end = to_input(d.input_end);
+        }
     }
     for span in &mut report.corrupt_spans {
         span.start = to_input(span.start);
