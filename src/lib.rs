@@ -3,10 +3,12 @@
 //! The library decodes Blackbox logs ([`blackbox`]) into frames passed to a [`blackbox::decoder::Sink`]
 //! and a [`report::FileReport`] that accounts for every byte: accepted frames, regions that are not
 //! damage (headers, padding, bytes after the log end) and corrupt spans with their reasons.
+//! ArduPilot DataFlash logs ([`dataflash`]) are read message by message into the same report.
 
 pub mod blackbox;
 pub mod cli;
 pub mod damage;
+pub mod dataflash;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod report;

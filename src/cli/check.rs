@@ -1,7 +1,8 @@
 //! `bbcheck check`: a summary per file and session, and every corrupt span, as text or JSON.
 
-use super::{EXIT_CLEAN, EXIT_DAMAGED, EXIT_ERROR, Error, read_input};
+use super::{Detected, EXIT_CLEAN, EXIT_DAMAGED, EXIT_ERROR, Error, LogFormat, detect, read_input};
 use crate::blackbox::{self, decoder::Discard};
+use crate::dataflash::{self, DataflashReport};
 use crate::report::{FileReport, SessionReport};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -17,20 +18,53 @@ pub struct Args {
     /// Show the bytes around each corrupt span (text output).
     #[arg(long, conflicts_with = "json")]
     hexdump: bool,
+    /// Read the files as this format instead of deciding from their content.
+    #[arg(long, value_enum, default_value_t)]
+    format: LogFormat,
 }
 
-/// Check one file; returns its bytes and the report.
+/// The report of a checked file, by format.
+pub enum Checked {
+    Blackbox(FileReport),
+    Dataflash(Box<DataflashReport>),
+}
+
+impl Checked {
+    fn is_clean(&self) -> bool {
+        match self {
+            Checked::Blackbox(report) => report.is_clean(),
+            Checked::Dataflash(report) => report.is_clean(),
+        }
+    }
+}
+
+/// Check one file read as `format`; returns its bytes and the report.
+pub fn check_file_as(path: &Path, format: LogFormat) -> Result<(Vec<u8>, Checked), Error> {
+    let data = read_input(path)?;
+    if detect(path, &data, format)? == Detected::Dataflash {
+        let report = dataflash::check(&path.display().to_string(), &data);
+        return Ok((data, Checked::Dataflash(Box::new(report))));
+    }
+    let report = check_blackbox(path, &data)?;
+    Ok((data, Checked::Blackbox(report)))
+}
+
+/// Check one Blackbox file; returns its bytes and the report.
 pub fn check_file(path: &Path) -> Result<(Vec<u8>, FileReport), Error> {
     let data = read_input(path)?;
-    if !blackbox::is_blackbox(&data) {
+    let report = check_blackbox(path, &data)?;
+    Ok((data, report))
+}
+
+fn check_blackbox(path: &Path, data: &[u8]) -> Result<FileReport, Error> {
+    if !blackbox::is_blackbox(data) {
         return Err(Error::NotALog {
             path: path.to_owned(),
             size: data.len() as u64,
         });
     }
     let name = path.display().to_string();
-    let report = blackbox::decode(&name, &data, |_, _| {}, &mut Discard);
-    Ok((data, report))
+    Ok(blackbox::decode(&name, data, |_, _| {}, &mut Discard))
 }
 
 pub fn run(args: &Args) -> Result<u8, Error> {
@@ -38,7 +72,7 @@ pub fn run(args: &Args) -> Result<u8, Error> {
     let mut out = stdout.lock();
     let mut code = EXIT_CLEAN;
     for path in &args.files {
-        let (data, report) = match check_file(path) {
+        let (data, report) = match check_file_as(path, args.format) {
             Ok(checked) => checked,
             Err(Error::BrokenPipe) => return Err(Error::BrokenPipe),
             Err(e) => {
@@ -50,12 +84,19 @@ pub fn run(args: &Args) -> Result<u8, Error> {
         if !report.is_clean() && code == EXIT_CLEAN {
             code = EXIT_DAMAGED;
         }
-        let written = if args.json {
-            serde_json::to_writer(&mut out, &report)
+        let hexdump = args.hexdump.then_some(&data[..]);
+        let written = match (&report, args.json) {
+            (Checked::Blackbox(report), true) => serde_json::to_writer(&mut out, report)
                 .map_err(io::Error::from)
-                .and_then(|()| writeln!(out))
-        } else {
-            write_human(&mut out, &report, args.hexdump.then_some(&data[..]))
+                .and_then(|()| writeln!(out)),
+            (Checked::Dataflash(report), true) => serde_json::to_writer(&mut out, report)
+                .map_err(io::Error::from)
+                .and_then(|()| writeln!(out)),
+            (Checked::Blackbox(report), false) => write_human(&mut out, report, hexdump),
+            (Checked::Dataflash(report), false) => {
+                dataflash::report::write_summary(&mut out, report)
+                    .and_then(|()| write_spans(&mut out, &report.file, hexdump))
+            }
         };
         written.map_err(|e| Error::io(Path::new("<stdout>"), e))?;
     }
@@ -176,6 +217,15 @@ fn write_human(
     for session in &report.sessions {
         write_session(out, session)?;
     }
+    write_spans(out, report, hexdump)
+}
+
+/// One line per corrupt span, each followed by its bytes when `hexdump` holds the file.
+fn write_spans(
+    out: &mut impl Write,
+    report: &FileReport,
+    hexdump: Option<&[u8]>,
+) -> io::Result<()> {
     for span in &report.corrupt_spans {
         write!(
             out,

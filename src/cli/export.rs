@@ -2,7 +2,7 @@
 //! session in the layout of the reference C decoder.
 
 use super::output::AtomicFile;
-use super::{EXIT_CLEAN, EXIT_DAMAGED, Error, read_input};
+use super::{Detected, EXIT_CLEAN, EXIT_DAMAGED, Error, LogFormat, detect, read_input};
 use crate::blackbox::decoder::{EventFrame, Frame, Sink};
 use crate::blackbox::frame::FrameKind;
 use crate::blackbox::{self, Session};
@@ -26,10 +26,34 @@ pub struct Args {
     /// Directory for CSV files (default: the input's directory).
     #[arg(long, short = 'o')]
     output_dir: Option<PathBuf>,
+    /// Read the file as this format instead of deciding from its content.
+    #[arg(long = "format", id = "log_format", value_enum, default_value_t)]
+    log_format: LogFormat,
+}
+
+/// Export a DataFlash log (JSON Lines only).
+fn run_dataflash(args: &Args, data: &[u8]) -> Result<u8, Error> {
+    if !args.jsonl {
+        return Err(Error::Usage(
+            "CSV export is for Blackbox logs; export DataFlash logs with --jsonl".into(),
+        ));
+    }
+    let name = args.file.display().to_string();
+    let stdout = io::stdout();
+    let report = crate::dataflash::jsonl::write_jsonl(&name, data, stdout.lock())
+        .map_err(|e| Error::io(Path::new("<stdout>"), e))?;
+    Ok(if report.is_clean() {
+        EXIT_CLEAN
+    } else {
+        EXIT_DAMAGED
+    })
 }
 
 pub fn run(args: &Args) -> Result<u8, Error> {
     let data = read_input(&args.file)?;
+    if detect(&args.file, &data, args.log_format)? == Detected::Dataflash {
+        return run_dataflash(args, &data);
+    }
     if !blackbox::is_blackbox(&data) {
         return Err(Error::NotALog {
             path: args.file.clone(),

@@ -48,6 +48,8 @@ pub enum Error {
     Io { path: PathBuf, source: io::Error },
     /// The file holds no log of a known format.
     NotALog { path: PathBuf, size: u64 },
+    /// Format detection found neither a Blackbox nor a DataFlash log.
+    UnknownFormat { path: PathBuf, size: u64 },
     /// The arguments ask for something that cannot be done.
     Usage(String),
     /// Standard output was closed by the reader (not an error for the user).
@@ -61,6 +63,12 @@ impl fmt::Display for Error {
             Error::NotALog { path, size } => write!(
                 f,
                 "{}: offset 0: not a Blackbox log (no log start marker in {size} bytes)",
+                path.display()
+            ),
+            Error::UnknownFormat { path, size } => write!(
+                f,
+                "{}: offset 0: not a Blackbox log (no log start marker) nor a DataFlash log \
+                 (no FMT message) in {size} bytes",
                 path.display()
             ),
             Error::Usage(message) => write!(f, "{message}"),
@@ -79,6 +87,43 @@ impl Error {
                 source,
             }
         }
+    }
+}
+
+/// Which decoder reads a file (`--format`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Decide from the content: a file starting with a DataFlash FMT header is DataFlash, one
+    /// holding the Blackbox log start marker is Blackbox, one holding a consistent FMT message
+    /// anywhere is DataFlash.
+    #[default]
+    Auto,
+    /// Betaflight / INAV / Cleanflight Blackbox.
+    Blackbox,
+    /// ArduPilot DataFlash (`.bin`).
+    Dataflash,
+}
+
+/// The format a file is read as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Detected {
+    Blackbox,
+    Dataflash,
+}
+
+/// Decide how to read `data`: as `choice` says, or from its content.
+fn detect(path: &Path, data: &[u8], choice: LogFormat) -> Result<Detected, Error> {
+    use crate::{blackbox, dataflash};
+    match choice {
+        LogFormat::Blackbox => Ok(Detected::Blackbox),
+        LogFormat::Dataflash => Ok(Detected::Dataflash),
+        LogFormat::Auto if dataflash::starts_as_dataflash(data) => Ok(Detected::Dataflash),
+        LogFormat::Auto if blackbox::is_blackbox(data) => Ok(Detected::Blackbox),
+        LogFormat::Auto if dataflash::is_dataflash(data) => Ok(Detected::Dataflash),
+        LogFormat::Auto => Err(Error::UnknownFormat {
+            path: path.to_owned(),
+            size: data.len() as u64,
+        }),
     }
 }
 

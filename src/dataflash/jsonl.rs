@@ -1,0 +1,199 @@
+//! Export as JSON Lines: a session record with the formats defined by the end of the file, then one
+//! record per accepted message (FMT messages included) with its raw stored values.
+//!
+//! Values are unscaled: `c C e E L` stay the integers the logger stored, floats are JSON numbers
+//! (NaN and infinities are `null`), character arrays are strings cut at the first NUL, `a` is an
+//! array of 32 integers.
+
+use super::fmt::{Format, Formats};
+use super::message::{Message, Text, Value, int16_array};
+use super::reader::{self, Discard, Sink};
+use super::report::{DataflashReport, FORMAT_NAME, Observer, build};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::io::{self, BufWriter, Write};
+
+/// One format in the session record.
+#[derive(Serialize)]
+struct FormatRecord<'a> {
+    id: u8,
+    length: i64,
+    format: &'a str,
+    columns: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    units: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    multipliers: Option<Vec<Option<f64>>>,
+}
+
+/// The first record.
+#[derive(Serialize)]
+struct SessionRecord<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    session: usize,
+    offset: u64,
+    format: &'static str,
+    formats: BTreeMap<&'a str, FormatRecord<'a>>,
+}
+
+fn format_record<'a>(formats: &'a Formats, f: &'a Format) -> FormatRecord<'a> {
+    FormatRecord {
+        id: f.type_id,
+        length: f.declared_length,
+        format: &f.format,
+        columns: &f.columns,
+        units: formats.column_units(f),
+        multipliers: formats.column_multipliers(f),
+    }
+}
+
+/// Write `text` as a JSON string.
+fn write_json_str(out: &mut impl Write, text: Text<'_>) -> io::Result<()> {
+    out.write_all(b"\"")?;
+    match text {
+        // The common case: nothing to escape, written in one piece.
+        Text::Utf8(s) if !s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') => {
+            out.write_all(s.as_bytes())?;
+        }
+        _ => {
+            let mut utf8 = [0u8; 4];
+            for c in text.chars() {
+                match c {
+                    '"' => out.write_all(b"\\\"")?,
+                    '\\' => out.write_all(b"\\\\")?,
+                    '\n' => out.write_all(b"\\n")?,
+                    '\r' => out.write_all(b"\\r")?,
+                    '\t' => out.write_all(b"\\t")?,
+                    c if u32::from(c) < 0x20 => write!(out, "\\u{:04x}", u32::from(c))?,
+                    c => out.write_all(c.encode_utf8(&mut utf8).as_bytes())?,
+                }
+            }
+        }
+    }
+    out.write_all(b"\"")
+}
+
+/// Write one value.
+#[inline]
+fn write_value(out: &mut impl Write, value: Value<'_>) -> io::Result<()> {
+    let mut digits = itoa::Buffer::new();
+    match value {
+        Value::Signed(v) => out.write_all(digits.format(v).as_bytes()),
+        Value::Unsigned(v) => out.write_all(digits.format(v).as_bytes()),
+        // serde_json writes the shortest form that reads back to the same value, and `null` for
+        // NaN and infinities.
+        Value::F32(v) => serde_json::to_writer(&mut *out, &v).map_err(io::Error::from),
+        Value::F64(v) => serde_json::to_writer(&mut *out, &v).map_err(io::Error::from),
+        Value::Text(bytes) => write_json_str(out, Text::new(bytes)),
+        Value::Int16Array(bytes) => {
+            out.write_all(b"[")?;
+            for (i, v) in int16_array(bytes).enumerate() {
+                if i > 0 {
+                    out.write_all(b",")?;
+                }
+                out.write_all(digits.format(v).as_bytes())?;
+            }
+            out.write_all(b"]")
+        }
+    }
+}
+
+/// Writes message records; keeps the first write error.
+struct JsonlSink<W: Write> {
+    out: W,
+    observer: Observer,
+    error: Option<io::Error>,
+}
+
+impl<W: Write> JsonlSink<W> {
+    fn record(out: &mut W, message: &Message<'_>) -> io::Result<()> {
+        let mut digits = itoa::Buffer::new();
+        out.write_all(b"{\"type\":\"message\",\"session\":1,\"offset\":")?;
+        out.write_all(digits.format(message.offset).as_bytes())?;
+        out.write_all(b",\"name\":")?;
+        out.write_all(message.format.name_json.as_bytes())?;
+        out.write_all(b",\"values\":[")?;
+        for (i, value) in message.fields().enumerate() {
+            if i > 0 {
+                out.write_all(b",")?;
+            }
+            write_value(out, value)?;
+        }
+        out.write_all(b"]}\n")
+    }
+}
+
+impl<W: Write> Sink for JsonlSink<W> {
+    fn message(&mut self, message: &Message<'_>) {
+        self.observer.message(message);
+        if self.error.is_none()
+            && let Err(e) = Self::record(&mut self.out, message)
+        {
+            self.error = Some(e);
+        }
+    }
+}
+
+/// Decode `data` and write it as JSON Lines to `out`; returns the `check` report of the file.
+pub fn write_jsonl(path: &str, data: &[u8], out: impl Write) -> io::Result<DataflashReport> {
+    let mut out = BufWriter::with_capacity(1 << 16, out);
+    // The formats as the end of the file defines them: a first pass reads only the headers.
+    let first = reader::scan(data, &mut Discard);
+    let formats = &first.formats;
+    let record = SessionRecord {
+        kind: "session",
+        session: 1,
+        offset: 0,
+        format: FORMAT_NAME,
+        formats: formats
+            .iter()
+            .map(|f| (f.name.as_str(), format_record(formats, f)))
+            .collect(),
+    };
+    serde_json::to_writer(&mut out, &record)?;
+    writeln!(out)?;
+    let mut sink = JsonlSink {
+        out,
+        observer: Observer::default(),
+        error: None,
+    };
+    let scan = reader::scan(data, &mut sink);
+    if let Some(e) = sink.error {
+        return Err(e);
+    }
+    sink.out.flush()?;
+    Ok(build(path, data, scan, sink.observer))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn json(value: Value<'_>) -> String {
+        let mut out = Vec::new();
+        write_value(&mut out, value).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn values_are_raw_json() {
+        assert_eq!(json(Value::Signed(-713_657_293)), "-713657293");
+        assert_eq!(json(Value::Unsigned(u64::MAX)), "18446744073709551615");
+        assert_eq!(json(Value::F32(0.003)), "0.003");
+        assert_eq!(json(Value::F32(f32::NAN)), "null");
+        assert_eq!(json(Value::F64(f64::NEG_INFINITY)), "null");
+        assert_eq!(json(Value::Text(b"Hz\0\0\0")), "\"Hz\"");
+        assert_eq!(
+            json(Value::Text(b"a\"b\\\x01\xe9\0")),
+            "\"a\\\"b\\\\\\u0001\u{e9}\""
+        );
+        let mut array = [0u8; 64];
+        array[0] = 0xFF;
+        array[1] = 0xFF;
+        assert_eq!(
+            json(Value::Int16Array(&array)),
+            format!("[-1{}]", ",0".repeat(31))
+        );
+    }
+}

@@ -1,0 +1,468 @@
+//! The scan: which messages of a file are accepted, by the rules of pymavlink's sequential reader.
+//!
+//! From offset 0: at each position, `A3 95` followed by a type byte that has a definition starts a
+//! message of the type's declared length. A message that runs past the end of the file ends the
+//! scan (it is dropped). A message whose body does not unpack (its type's declared length is not
+//! what its format needs) is skipped by its 3 header bytes: the scan resumes at the body start. Any
+//! other position is skipped by one byte. FMT messages define or redefine types as they are read; a
+//! FMT whose definition is rejected (an unknown format character) is not read and the scan resumes
+//! at its body start. A message is at least its 3 header bytes, so the scan always moves forward.
+
+use super::fmt::{
+    Format, FormatProblem, Formats, HEADER, HEADER_LEN, ProblemKind, Role, definition_from_values,
+    fmtu_from_values, mult_from_values, unit_from_values,
+};
+use super::message::{Fields, Message, decode_name};
+use std::collections::BTreeMap;
+
+/// Receives every accepted message, in file order.
+pub trait Sink {
+    fn message(&mut self, message: &Message<'_>);
+}
+
+/// A sink that ignores messages.
+pub struct Discard;
+
+impl Sink for Discard {
+    fn message(&mut self, _: &Message<'_>) {}
+}
+
+impl<A: Sink, B: Sink> Sink for (&mut A, &mut B) {
+    #[inline]
+    fn message(&mut self, message: &Message<'_>) {
+        self.0.message(message);
+        self.1.message(message);
+    }
+}
+
+/// A message cut short by the end of the file.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct TruncatedMessage {
+    /// Offset of its `0xA3` byte.
+    pub offset: u64,
+    /// Its type byte and name, when the header is complete.
+    #[serde(rename = "type")]
+    pub type_id: Option<u8>,
+    pub name: Option<String>,
+    pub declared_length: Option<i64>,
+    pub bytes_present: u64,
+}
+
+/// Recorded format problems beyond this many are only counted.
+pub const MAX_PROBLEMS: usize = 1000;
+
+/// What a scan found.
+#[derive(Debug, Clone)]
+pub struct Scan {
+    /// The format table at the end of the file.
+    pub formats: Formats,
+    /// Accepted messages.
+    pub messages: u64,
+    /// Bytes in accepted messages.
+    pub message_bytes: u64,
+    /// Accepted messages per type name.
+    pub counts: BTreeMap<String, u64>,
+    /// Byte ranges `[start, end)` between accepted messages (from offset 0 to the last message end).
+    pub gaps: Vec<(u64, u64)>,
+    /// End of the last accepted message (0 when none).
+    pub end_offset: u64,
+    /// The message the file ends inside, if any (a message running past the end of the file, or
+    /// `A3 95` with no room for a type byte).
+    pub truncated: Option<TruncatedMessage>,
+    /// FMT messages with problems (the first [`MAX_PROBLEMS`]).
+    pub problems: Vec<FormatProblem>,
+    /// Problems beyond [`MAX_PROBLEMS`].
+    pub problems_omitted: u64,
+    /// Headers of defined types whose body could not be unpacked (skipped by 3 bytes).
+    pub unreadable_headers: u64,
+}
+
+/// FMT problems, the first [`MAX_PROBLEMS`] kept.
+#[derive(Default)]
+struct Problems {
+    kept: Vec<FormatProblem>,
+    omitted: u64,
+}
+
+impl Problems {
+    fn push(&mut self, offset: usize, type_value: Option<i128>, name: &str, kind: ProblemKind) {
+        if self.kept.len() >= MAX_PROBLEMS {
+            self.omitted = self.omitted.saturating_add(1);
+            return;
+        }
+        self.kept.push(FormatProblem {
+            offset: offset as u64,
+            type_value: type_value.and_then(|t| i64::try_from(t).ok()),
+            name: name.to_owned(),
+            problem: kind.to_string(),
+        });
+    }
+}
+
+/// What a FMTU, UNIT or MULT message says, read before the table is changed.
+enum Metadata {
+    Unit(char, String),
+    Mult(char, f64),
+    Fmtu(i128, String, String),
+}
+
+/// Read the definition a format-defining message carries: `Err(())` when it is rejected and the
+/// message must not be read; `Ok(None)` when it is read but defines nothing usable.
+fn read_definition(
+    problems: &mut Problems,
+    offset: usize,
+    format: &Format,
+    body: &[u8],
+) -> Result<Option<Format>, ()> {
+    if !format.defines_formats() {
+        problems.push(offset, None, "", ProblemKind::NotADefinition);
+        return Err(());
+    }
+    let Some(definition) = definition_from_values(Fields::new(&format.fields, body)) else {
+        problems.push(offset, None, "", ProblemKind::NotADefinition);
+        return Err(());
+    };
+    let type_value = Some(definition.type_value);
+    match Format::define(&definition, Some(offset as u64)) {
+        Err(kind) => {
+            problems.push(offset, type_value, &decode_name(definition.name), kind);
+            Err(())
+        }
+        Ok((new, None)) => Ok(Some(new)),
+        Ok((new, Some(kind))) => {
+            let usable = !matches!(kind, ProblemKind::TypeOutOfRange(_));
+            problems.push(offset, type_value, &new.name, kind);
+            Ok(usable.then_some(new))
+        }
+    }
+}
+
+/// Read a FMTU, UNIT or MULT message.
+fn read_metadata(format: &Format, body: &[u8]) -> Option<Metadata> {
+    let fields = Fields::new(&format.fields, body);
+    match format.role {
+        Role::Unit => unit_from_values(fields).map(|(id, label)| Metadata::Unit(id, label)),
+        Role::Mult => mult_from_values(fields).map(|(id, mult)| Metadata::Mult(id, mult)),
+        Role::Fmtu => fmtu_from_values(fields).map(|(t, u, m)| Metadata::Fmtu(t, u, m)),
+        Role::Data | Role::Fmt | Role::Msg => None,
+    }
+}
+
+/// The scanner's state.
+struct Scanner<'a> {
+    data: &'a [u8],
+    formats: Formats,
+    problems: Problems,
+    messages: u64,
+    message_bytes: u64,
+    counts: BTreeMap<String, u64>,
+    /// Accepted messages per type byte since the type was last (re)defined.
+    counts_by_type: Vec<u64>,
+    gaps: Vec<(u64, u64)>,
+    end_offset: u64,
+    truncated: Option<TruncatedMessage>,
+    unreadable_headers: u64,
+}
+
+impl Scanner<'_> {
+    /// Move the count of `type_id` under its current name into the per-name counts.
+    fn flush_count(&mut self, type_id: u8) {
+        let count = std::mem::take(&mut self.counts_by_type[usize::from(type_id)]);
+        if count == 0 {
+            return;
+        }
+        if let Some(format) = self.formats.get(type_id) {
+            let total = self.counts.entry(format.name.clone()).or_default();
+            *total = total.saturating_add(count);
+        }
+    }
+
+    fn run<S: Sink>(mut self, sink: &mut S) -> Scan {
+        let data = self.data;
+        let len = data.len();
+        let mut pos = 0usize;
+        loop {
+            // Find `A3 95 <defined type>`.
+            if len - pos < HEADER_LEN {
+                if data[pos..].starts_with(&HEADER) {
+                    // `A3 95` with no room for a type byte.
+                    self.truncated = Some(TruncatedMessage {
+                        offset: pos as u64,
+                        type_id: None,
+                        name: None,
+                        declared_length: None,
+                        bytes_present: (len - pos) as u64,
+                    });
+                }
+                break;
+            }
+            if data[pos] != HEADER[0] || data[pos + 1] != HEADER[1] {
+                pos = match memchr::memmem::find(&data[pos + 1..], &HEADER) {
+                    Some(at) => pos + 1 + at,
+                    // Nothing left that can start a message.
+                    None => len,
+                };
+                continue;
+            }
+            let type_id = data[pos + 2];
+            let Some(format) = self.formats.get(type_id) else {
+                pos += 1;
+                continue;
+            };
+            // A message running past the end of the file ends the scan.
+            if let Ok(declared) = usize::try_from(format.declared_length)
+                && declared >= HEADER_LEN
+                && declared > len - pos
+            {
+                self.truncated = Some(TruncatedMessage {
+                    offset: pos as u64,
+                    type_id: Some(type_id),
+                    name: Some(format.name.clone()),
+                    declared_length: Some(format.declared_length),
+                    bytes_present: (len - pos) as u64,
+                });
+                break;
+            }
+            let Some(message_len) = format.message_len() else {
+                // The body does not unpack: resume at the body start.
+                self.unreadable_headers = self.unreadable_headers.saturating_add(1);
+                pos += HEADER_LEN;
+                continue;
+            };
+            let bytes = &data[pos..pos + message_len];
+            let body = &bytes[HEADER_LEN..];
+            // A format-defining message is read only if its definition is accepted.
+            let defined = if format.role == Role::Fmt {
+                match read_definition(&mut self.problems, pos, format, body) {
+                    Ok(defined) => defined,
+                    Err(()) => {
+                        pos += HEADER_LEN;
+                        continue;
+                    }
+                }
+            } else {
+                None
+            };
+            sink.message(&Message {
+                offset: pos as u64,
+                format,
+                bytes,
+            });
+            let metadata = match format.role {
+                Role::Unit | Role::Mult | Role::Fmtu => read_metadata(format, body),
+                Role::Data | Role::Fmt | Role::Msg => None,
+            };
+            let start = pos as u64;
+            if start > self.end_offset {
+                self.gaps.push((self.end_offset, start));
+            }
+            self.messages += 1;
+            self.message_bytes += message_len as u64;
+            self.counts_by_type[usize::from(type_id)] += 1;
+            pos += message_len;
+            self.end_offset = pos as u64;
+            match metadata {
+                Some(Metadata::Unit(id, label)) => {
+                    self.formats.units.insert(id, label);
+                }
+                Some(Metadata::Mult(id, mult)) => {
+                    self.formats.multipliers.insert(id, mult);
+                }
+                Some(Metadata::Fmtu(type_value, units, mults)) => {
+                    self.formats.set_units(type_value, units, mults);
+                }
+                None => {}
+            }
+            if let Some(new) = defined {
+                self.flush_count(new.type_id);
+                self.formats.install(new);
+            }
+        }
+        for type_id in 0..=u8::MAX {
+            self.flush_count(type_id);
+        }
+        Scan {
+            formats: self.formats,
+            messages: self.messages,
+            message_bytes: self.message_bytes,
+            counts: self.counts,
+            gaps: self.gaps,
+            end_offset: self.end_offset,
+            truncated: self.truncated,
+            problems: self.problems.kept,
+            problems_omitted: self.problems.omitted,
+            unreadable_headers: self.unreadable_headers,
+        }
+    }
+}
+
+/// Scan `data`, passing every accepted message to `sink` in file order.
+pub fn scan<S: Sink>(data: &[u8], sink: &mut S) -> Scan {
+    Scanner {
+        data,
+        formats: Formats::new(),
+        problems: Problems::default(),
+        messages: 0,
+        message_bytes: 0,
+        counts: BTreeMap::new(),
+        counts_by_type: vec![0; 256],
+        gaps: Vec::new(),
+        end_offset: 0,
+        truncated: None,
+        unreadable_headers: 0,
+    }
+    .run(sink)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A FMT message in the predefined layout.
+    fn fmt(type_id: u8, length: u8, name: &str, format: &str, columns: &str) -> Vec<u8> {
+        let mut m = vec![0xA3, 0x95, 0x80, type_id, length];
+        for (text, size) in [(name, 4), (format, 16), (columns, 64)] {
+            let mut field = text.as_bytes().to_vec();
+            field.resize(size, 0);
+            m.extend_from_slice(&field);
+        }
+        m
+    }
+
+    fn message(type_id: u8, body: &[u8]) -> Vec<u8> {
+        let mut m = vec![0xA3, 0x95, type_id];
+        m.extend_from_slice(body);
+        m
+    }
+
+    /// Offsets and names of the accepted messages.
+    struct Collect(Vec<(u64, String)>);
+
+    impl Sink for Collect {
+        fn message(&mut self, m: &Message<'_>) {
+            self.0.push((m.offset, m.format.name.clone()));
+        }
+    }
+
+    fn accepted(data: &[u8]) -> (Vec<(u64, String)>, Scan) {
+        let mut sink = Collect(Vec::new());
+        let scan = scan(data, &mut sink);
+        (sink.0, scan)
+    }
+
+    #[test]
+    fn messages_follow_their_fmt_and_gaps_are_recorded() {
+        let mut log = fmt(0x40, 7, "TST", "I", "V");
+        log.extend(message(0x40, &[1, 0, 0, 0]));
+        log.extend_from_slice(b"junk");
+        log.extend(message(0x41, &[9; 4])); // undefined type: skipped
+        log.extend(message(0x40, &[2, 0, 0, 0]));
+        let (messages, scan) = accepted(&log);
+        assert_eq!(
+            messages,
+            [(0, "FMT".into()), (89, "TST".into()), (107, "TST".into())]
+        );
+        assert_eq!(scan.gaps, [(96, 107)]);
+        assert_eq!(scan.end_offset, log.len() as u64);
+        assert_eq!(scan.counts["TST"], 2);
+        assert!(scan.truncated.is_none());
+    }
+
+    #[test]
+    fn a_body_that_does_not_unpack_resumes_at_the_body_start() {
+        // Declared 10 bytes, the format needs 7: each header is skipped by 3 bytes, and a message
+        // inside the body is found.
+        let mut log = fmt(0x40, 10, "BAD", "I", "V");
+        log.extend(fmt(0x41, 4, "ONE", "B", "V"));
+        log.extend(message(0x40, &message(0x41, &[5])));
+        // Room for the declared length, or the first header would end the scan.
+        log.extend_from_slice(&[0; 8]);
+        let (messages, scan) = accepted(&log);
+        assert_eq!(messages.last(), Some(&(181, "ONE".into())));
+        assert_eq!(scan.unreadable_headers, 1);
+        assert_eq!(scan.problems.len(), 1);
+        assert!(scan.problems[0].problem.contains("declares length 10"));
+    }
+
+    #[test]
+    fn a_message_past_the_end_ends_the_scan() {
+        let mut log = fmt(0x40, 7, "TST", "I", "V");
+        log.extend(message(0x40, &[1, 0]));
+        let (messages, scan) = accepted(&log);
+        assert_eq!(messages.len(), 1);
+        let cut = scan.truncated.expect("cut message");
+        assert_eq!((cut.offset, cut.bytes_present), (89, 5));
+        assert_eq!(cut.declared_length, Some(7));
+        // Only `A3 95` left.
+        let mut log = fmt(0x40, 7, "TST", "I", "V");
+        log.extend_from_slice(&[0xA3, 0x95]);
+        let cut = accepted(&log).1.truncated.expect("cut header");
+        assert_eq!((cut.offset, cut.type_id, cut.bytes_present), (89, None, 2));
+    }
+
+    #[test]
+    fn short_and_zero_lengths_do_not_stall_the_scan() {
+        for length in [0, 1, 2] {
+            let mut log = fmt(0x40, length, "ZER", "", "");
+            for _ in 0..1000 {
+                log.extend(message(0x40, &[]));
+            }
+            let (messages, scan) = accepted(&log);
+            assert_eq!(messages.len(), 1, "length {length}");
+            assert_eq!(scan.unreadable_headers, 1000);
+        }
+        // An empty format with length 3 is a 3-byte message.
+        let mut log = fmt(0x40, 3, "EMP", "", "");
+        log.extend(message(0x40, &[]));
+        assert_eq!(accepted(&log).0.len(), 2);
+    }
+
+    #[test]
+    fn a_fmt_with_an_unknown_character_is_not_read() {
+        let mut log = fmt(0x40, 7, "BAD", "Ix", "V");
+        log.extend(message(0x40, &[1, 0, 0, 0]));
+        let (messages, scan) = accepted(&log);
+        assert!(messages.is_empty());
+        assert_eq!(scan.problems.len(), 1);
+        assert!(
+            scan.problems[0]
+                .problem
+                .contains("unknown format character 'x'")
+        );
+        assert_eq!(scan.gaps, []);
+        assert_eq!(scan.end_offset, 0);
+    }
+
+    #[test]
+    fn types_are_redefined_as_fmts_are_read() {
+        let mut log = fmt(0x40, 4, "ONE", "B", "V");
+        log.extend(message(0x40, &[1]));
+        log.extend(fmt(0x40, 5, "TWO", "H", "V"));
+        log.extend(message(0x40, &[1, 2]));
+        let (messages, scan) = accepted(&log);
+        let names: Vec<&str> = messages.iter().map(|m| m.1.as_str()).collect();
+        assert_eq!(names, ["FMT", "ONE", "FMT", "TWO"]);
+        assert_eq!(scan.counts["ONE"], 1);
+        assert_eq!(scan.counts["TWO"], 1);
+        assert_eq!(scan.counts["FMT"], 2);
+        assert_eq!(scan.end_offset, log.len() as u64);
+    }
+
+    #[test]
+    fn a_fmt_of_fmt_can_redefine_fmt() {
+        // FMT redefined with a 16-bit length column; then a FMT in the new layout.
+        let mut log = fmt(0x80, 90, "FMT", "BHnNZ", "Type,Length,Name,Format,Columns");
+        let mut wide = vec![0xA3, 0x95, 0x80, 0x40, 4, 0];
+        for (text, size) in [("ONE", 4), ("B", 16), ("V", 64)] {
+            let mut field = text.as_bytes().to_vec();
+            field.resize(size, 0);
+            wide.extend_from_slice(&field);
+        }
+        log.extend(wide);
+        log.extend(message(0x40, &[7]));
+        let (messages, scan) = accepted(&log);
+        assert_eq!(messages.len(), 3);
+        assert_eq!(messages[2], (179, "ONE".into()));
+        assert_eq!(scan.end_offset, log.len() as u64);
+    }
+}

@@ -1,0 +1,322 @@
+//! What `check` finds in a DataFlash log, in the shared report types: one session for the whole
+//! file, accepted messages as regions, the bytes between them as corrupt spans, trailing padding as
+//! a region; plus what only DataFlash has (message counts per type, the firmware's first MSG).
+
+use super::fmt::{FormatProblem, Role};
+use super::message::{Message, Text};
+use super::reader::{Scan, Sink, TruncatedMessage};
+use crate::blackbox::header::Firmware;
+use crate::report::{
+    CorruptSpan, DamageReason, FileReport, FrameCounts, Region, RegionKind, SessionReport,
+};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+
+/// The `format` of DataFlash reports.
+pub const FORMAT_NAME: &str = "ardupilot-dataflash";
+
+/// Collects, while messages are read, what the report says about the flight.
+#[derive(Debug, Default)]
+pub struct Observer {
+    /// Text of the first MSG message.
+    pub first_msg: Option<String>,
+    pub first_time_us: Option<u64>,
+    pub last_time_us: Option<u64>,
+}
+
+impl Sink for Observer {
+    #[inline]
+    fn message(&mut self, message: &Message<'_>) {
+        if let Some(t) = message.time_us() {
+            self.first_time_us.get_or_insert(t);
+            self.last_time_us = Some(t);
+        }
+        if message.format.role == Role::Msg && self.first_msg.is_none() {
+            self.first_msg = message
+                .fields()
+                .find_map(|v| v.as_text())
+                .map(|t| Text::new(t).to_string());
+        }
+    }
+}
+
+/// What only a DataFlash report has.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DataflashSummary {
+    /// The vehicle the first MSG names (`Copter`, `Plane`, `Rover`, `Sub`, `Tracker`, `Blimp`).
+    pub vehicle: Option<String>,
+    /// The text of the first MSG (firmware and version).
+    pub firmware: Option<String>,
+    /// Accepted messages and the bytes they take.
+    pub messages: u64,
+    pub message_bytes: u64,
+    /// End of the last accepted message.
+    pub end_offset: u64,
+    /// Accepted messages per type name.
+    pub counts: BTreeMap<String, u64>,
+    /// Types defined at the end of the file.
+    pub formats: usize,
+    /// FMT messages that define a type badly.
+    pub format_problems: Vec<FormatProblem>,
+    pub format_problems_omitted: u64,
+    /// Headers of defined types whose body could not be read (their type's FMT is inconsistent).
+    pub unreadable_headers: u64,
+    /// The message the file ends inside.
+    pub truncated_last_message: Option<TruncatedMessage>,
+}
+
+/// A `check` report of a DataFlash log: the shared report with the DataFlash summary.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DataflashReport {
+    #[serde(flatten)]
+    pub file: FileReport,
+    pub dataflash: DataflashSummary,
+}
+
+impl DataflashReport {
+    /// Whether nothing in the file is damaged.
+    pub fn is_clean(&self) -> bool {
+        self.file.is_clean()
+    }
+}
+
+/// The vehicle a firmware message names, by the rules pymavlink uses.
+pub fn vehicle_of(text: &str) -> Option<&'static str> {
+    if text.contains("Rover") {
+        Some("Rover")
+    } else if text.contains("Plane") {
+        Some("Plane")
+    } else if text.contains("Copter") {
+        Some("Copter")
+    } else if text.starts_with("Antenna") {
+        Some("Tracker")
+    } else if text.contains("ArduSub") {
+        Some("Sub")
+    } else if text.contains("Blimp") {
+        Some("Blimp")
+    } else {
+        None
+    }
+}
+
+fn span(start: u64, end: u64, reason: DamageReason) -> CorruptSpan {
+    CorruptSpan {
+        start,
+        end,
+        reason,
+        session: 1,
+        frames_lost: 0,
+        iterations_lost: 0,
+        time_start_us: None,
+        time_end_us: None,
+    }
+}
+
+/// Regions and corrupt spans tiling `[0, data.len())`.
+fn account(data: &[u8], scan: &Scan) -> (Vec<Region>, Vec<CorruptSpan>) {
+    let mut regions = Vec::new();
+    let mut spans = Vec::new();
+    let mut cursor = 0u64;
+    let messages = |start: u64, end: u64, regions: &mut Vec<Region>| {
+        if start < end {
+            regions.push(Region {
+                start,
+                end,
+                kind: RegionKind::Frames,
+            });
+        }
+    };
+    for &(start, end) in &scan.gaps {
+        messages(cursor, start, &mut regions);
+        spans.push(span(start, end, DamageReason::Garbage));
+        cursor = end;
+    }
+    messages(cursor, scan.end_offset, &mut regions);
+    let len = data.len() as u64;
+    let tail_start = scan.end_offset;
+    match &scan.truncated {
+        Some(cut) => {
+            if tail_start < cut.offset {
+                spans.push(span(tail_start, cut.offset, DamageReason::Garbage));
+            }
+            spans.push(span(cut.offset, len, DamageReason::Truncated));
+        }
+        None if tail_start < len => {
+            let tail = usize::try_from(tail_start)
+                .ok()
+                .and_then(|t| data.get(t..))
+                .unwrap_or_default();
+            let padding = match tail.last() {
+                Some(&fill @ (0x00 | 0xFF)) => {
+                    let run = tail.iter().rev().take_while(|&&b| b == fill).count() as u64;
+                    let kind = if fill == 0xFF {
+                        RegionKind::ErasedFlash
+                    } else {
+                        RegionKind::ZeroFill
+                    };
+                    Some((len - run, kind))
+                }
+                _ => None,
+            };
+            let garbage_end = padding.map_or(len, |(start, _)| start);
+            if tail_start < garbage_end {
+                spans.push(span(tail_start, garbage_end, DamageReason::Garbage));
+            }
+            if let Some((start, kind)) = padding {
+                regions.push(Region {
+                    start,
+                    end: len,
+                    kind,
+                });
+            }
+        }
+        None => {}
+    }
+    (regions, spans)
+}
+
+/// Build the report of a scanned file.
+pub fn build(path: &str, data: &[u8], scan: Scan, observer: Observer) -> DataflashReport {
+    let (regions, corrupt_spans) = account(data, &scan);
+    let size = data.len() as u64;
+    let header_problems = scan.problems.iter().map(ToString::to_string).collect();
+    let duration_us = match (observer.first_time_us, observer.last_time_us) {
+        (Some(a), Some(b)) => b.checked_sub(a),
+        _ => None,
+    };
+    let session = SessionReport {
+        index: 1,
+        start: 0,
+        end: size,
+        data_start: 0,
+        firmware: Firmware::Unknown,
+        firmware_revision: observer.first_msg.clone(),
+        craft_name: None,
+        frames: FrameCounts::default(),
+        events: BTreeMap::new(),
+        first_iteration: None,
+        last_iteration: None,
+        first_time_us: observer.first_time_us,
+        last_time_us: observer.last_time_us,
+        duration_us,
+        loop_time_us: None,
+        log_end: false,
+        header_problems,
+        corrupt_spans,
+        regions,
+    };
+    let mut file = FileReport::new(path.to_owned(), size, vec![session], Vec::new());
+    file.format = FORMAT_NAME;
+    let summary = DataflashSummary {
+        vehicle: observer
+            .first_msg
+            .as_deref()
+            .and_then(vehicle_of)
+            .map(str::to_owned),
+        firmware: observer.first_msg,
+        messages: scan.messages,
+        message_bytes: scan.message_bytes,
+        end_offset: scan.end_offset,
+        counts: scan.counts,
+        formats: scan.formats.iter().count(),
+        format_problems: scan.problems,
+        format_problems_omitted: scan.problems_omitted,
+        unreadable_headers: scan.unreadable_headers,
+        truncated_last_message: scan.truncated,
+    };
+    DataflashReport {
+        file,
+        dataflash: summary,
+    }
+}
+
+fn seconds(us: u64) -> String {
+    format!("{:.3} s", us as f64 / 1e6)
+}
+
+/// The human summary of a DataFlash report (without its corrupt spans, which the caller lists).
+pub fn write_summary(out: &mut impl Write, report: &DataflashReport) -> io::Result<()> {
+    let file = &report.file;
+    let df = &report.dataflash;
+    writeln!(
+        out,
+        "{}: {} bytes, ArduPilot DataFlash: {}",
+        file.path, file.size, file.verdict
+    )?;
+    match (&df.firmware, &df.vehicle) {
+        (Some(firmware), Some(vehicle)) => writeln!(out, "  firmware: {firmware} ({vehicle})")?,
+        (Some(firmware), None) => writeln!(out, "  firmware: {firmware}")?,
+        (None, _) => writeln!(out, "  firmware: unknown (no MSG message)")?,
+    }
+    write!(
+        out,
+        "  messages: {} of {} types in {} bytes; {} formats defined",
+        df.messages,
+        df.counts.len(),
+        df.message_bytes,
+        df.formats
+    )?;
+    if let Some(session) = file.sessions.first()
+        && let (Some(a), Some(b)) = (session.first_time_us, session.last_time_us)
+    {
+        write!(out, "; TimeUS {} – {}", seconds(a), seconds(b))?;
+    }
+    writeln!(out)?;
+    let counts: Vec<String> = df
+        .counts
+        .iter()
+        .map(|(name, count)| format!("{name} {count}"))
+        .collect();
+    for line in counts.chunks(8) {
+        writeln!(out, "    {}", line.join(", "))?;
+    }
+    for problem in &df.format_problems {
+        writeln!(out, "  format: {problem}")?;
+    }
+    if df.format_problems_omitted > 0 {
+        writeln!(
+            out,
+            "  format: {} more problems not listed",
+            df.format_problems_omitted
+        )?;
+    }
+    if df.unreadable_headers > 0 {
+        writeln!(
+            out,
+            "  {} message headers of inconsistently defined types skipped",
+            df.unreadable_headers
+        )?;
+    }
+    for session in &file.sessions {
+        for region in &session.regions {
+            let what = match region.kind {
+                RegionKind::ErasedFlash => "erased flash (0xFF)",
+                RegionKind::ZeroFill => "zero fill",
+                _ => continue,
+            };
+            writeln!(
+                out,
+                "  padding [{}..{}) {} bytes: {what}",
+                region.start,
+                region.end,
+                region.end - region.start
+            )?;
+        }
+    }
+    if let Some(cut) = &df.truncated_last_message {
+        match (&cut.name, cut.declared_length) {
+            (Some(name), Some(declared)) => writeln!(
+                out,
+                "  last message cut short: {name} at {}, {} of {declared} bytes",
+                cut.offset, cut.bytes_present
+            )?,
+            _ => writeln!(
+                out,
+                "  last message cut short at {}: {} header bytes",
+                cut.offset, cut.bytes_present
+            )?,
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,458 @@
+//! `bbcheck check` and `bbcheck export` on DataFlash logs: format detection, exit codes, spans,
+//! raw values, and inputs that must neither crash nor hang.
+
+mod common;
+
+use common::bbcheck;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("bbcheck-df-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A FMT message.
+fn fmt(type_id: u8, length: u8, name: &str, format: &str, columns: &str) -> Vec<u8> {
+    let mut m = vec![0xA3, 0x95, 0x80, type_id, length];
+    for (text, size) in [(name, 4), (format, 16), (columns, 64)] {
+        let mut field = text.as_bytes().to_vec();
+        field.resize(size, 0);
+        m.extend_from_slice(&field);
+    }
+    m
+}
+
+fn message(type_id: u8, body: &[u8]) -> Vec<u8> {
+    let mut m = vec![0xA3, 0x95, type_id];
+    m.extend_from_slice(body);
+    m
+}
+
+fn text(s: &str, size: usize) -> Vec<u8> {
+    let mut field = s.as_bytes().to_vec();
+    field.resize(size, 0);
+    field
+}
+
+/// Type 0x40 `ATT` (`QccL`, 19 bytes) and type 0x41 `MSG` (`QZ`, 75 bytes).
+fn header() -> Vec<u8> {
+    let mut log = fmt(0x40, 19, "ATT", "QccL", "TimeUS,Roll,Pitch,Lat");
+    log.extend(fmt(0x41, 75, "MSG", "QZ", "TimeUS,Message"));
+    log
+}
+
+fn att(time: u64, roll: i16) -> Vec<u8> {
+    let mut body = time.to_le_bytes().to_vec();
+    body.extend_from_slice(&roll.to_le_bytes());
+    body.extend_from_slice(&(-61i16).to_le_bytes());
+    body.extend_from_slice(&(-713_657_293i32).to_le_bytes());
+    message(0x40, &body)
+}
+
+/// A clean log: the formats, a firmware message, then 100 attitude messages.
+fn clean_log() -> Vec<u8> {
+    let mut log = header();
+    let mut body = 1_000u64.to_le_bytes().to_vec();
+    body.extend(text("ArduCopter V4.5.0 (abcdef12)", 64));
+    log.extend(message(0x41, &body));
+    for i in 0..100 {
+        log.extend(att(2_000 + i * 2_500, i as i16 - 50));
+    }
+    log
+}
+
+fn write(dir: &Path, name: &str, data: &[u8]) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, data).unwrap();
+    path
+}
+
+fn check_json(path: &Path) -> (Option<i32>, Value) {
+    let out = bbcheck(&["check", "--json", path.to_str().unwrap()]);
+    let report = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code(), report)
+}
+
+/// Regions and spans of a JSON report, sorted: they must tile the file.
+fn assert_tiles(report: &Value) {
+    let mut pieces: Vec<(u64, u64)> = report["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["regions"].as_array().unwrap().iter())
+        .chain(report["corrupt_spans"].as_array().unwrap())
+        .map(|p| (p["start"].as_u64().unwrap(), p["end"].as_u64().unwrap()))
+        .collect();
+    pieces.sort_unstable();
+    let mut pos = 0;
+    for (start, end) in pieces {
+        assert_eq!(start, pos, "{report}");
+        assert!(end > start);
+        pos = end;
+    }
+    assert_eq!(pos, report["size"].as_u64().unwrap());
+}
+
+/// Run `bbcheck` with a time limit; a run past it is a hang.
+fn run_with_limit(args: &[&str], limit: Duration) -> (Option<i32>, Vec<u8>) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bbcheck"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("bbcheck runs");
+    let stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut stdout = stdout;
+        let mut out = Vec::new();
+        std::io::Read::read_to_end(&mut stdout, &mut out).unwrap();
+        out
+    });
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return (status.code(), reader.join().unwrap());
+        }
+        if start.elapsed() > limit {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("bbcheck {args:?} still running after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_clean_log_exits_zero_with_a_summary() {
+    let dir = temp_dir("clean");
+    let path = write(&dir, "clean.bin", &clean_log());
+    let out = bbcheck(&["check", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("ArduPilot DataFlash: clean"), "{text}");
+    assert!(
+        text.contains("ArduCopter V4.5.0 (abcdef12) (Copter)"),
+        "{text}"
+    );
+    assert!(text.contains("ATT 100, FMT 2, MSG 1"), "{text}");
+    let (code, report) = check_json(&path);
+    assert_eq!(code, Some(0));
+    assert_eq!(report["format"], "ardupilot-dataflash");
+    assert_eq!(report["verdict"], "clean");
+    assert_eq!(report["dataflash"]["messages"], 103);
+    assert_eq!(report["dataflash"]["vehicle"], "Copter");
+    assert_eq!(report["dataflash"]["counts"]["ATT"], 100);
+    assert_eq!(report["sessions"][0]["first_time_us"], 1_000);
+    assert_eq!(report["sessions"][0]["last_time_us"], 2_000 + 99 * 2_500);
+    assert_tiles(&report);
+}
+
+#[test]
+fn a_truncated_copy_reports_a_truncated_span() {
+    let dir = temp_dir("truncated");
+    let log = clean_log();
+    let cut = log.len() - 9;
+    let path = write(&dir, "cut.bin", &log[..cut]);
+    let (code, report) = check_json(&path);
+    assert_eq!(code, Some(1));
+    assert_eq!(report["verdict"], "damaged");
+    let spans = report["corrupt_spans"].as_array().unwrap();
+    assert_eq!(spans.len(), 1, "{spans:?}");
+    assert_eq!(spans[0]["reason"], "truncated");
+    assert_eq!(spans[0]["start"], log.len() - 19);
+    assert_eq!(spans[0]["end"], cut);
+    let last = &report["dataflash"]["truncated_last_message"];
+    assert_eq!(last["name"], "ATT");
+    assert_eq!(last["declared_length"], 19);
+    assert_eq!(last["bytes_present"], 10);
+    assert_tiles(&report);
+    let out = bbcheck(&["check", path.to_str().unwrap()]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains(": truncated"), "{text}");
+    assert!(text.contains("last message cut short: ATT"), "{text}");
+}
+
+#[test]
+fn a_truncated_corpus_log_reports_a_truncated_span() {
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
+    let source = corpus.join("real/ardupilot/ardupilot-copter-3.6.4-log-diagnosis-sample.bin");
+    let data = std::fs::read(source).unwrap();
+    let dir = temp_dir("truncated-corpus");
+    let path = write(&dir, "cut.bin", &data[..500_000]);
+    let (code, report) = check_json(&path);
+    assert_eq!(code, Some(1));
+    let spans = report["corrupt_spans"].as_array().unwrap();
+    assert_eq!(spans.len(), 1, "{spans:?}");
+    assert_eq!(spans[0]["reason"], "truncated");
+    assert_eq!(spans[0]["end"], 500_000);
+    assert_tiles(&report);
+}
+
+#[test]
+fn garbage_between_messages_is_a_garbage_span() {
+    let dir = temp_dir("garbage");
+    let mut log = header();
+    log.extend(att(1, 1));
+    let at = log.len();
+    log.extend_from_slice(&[0x55; 13]);
+    log.extend(att(2, 2));
+    let path = write(&dir, "garbage.bin", &log);
+    let (code, report) = check_json(&path);
+    assert_eq!(code, Some(1));
+    let spans = report["corrupt_spans"].as_array().unwrap();
+    assert_eq!(spans.len(), 1);
+    assert_eq!(spans[0]["reason"], "garbage");
+    assert_eq!(
+        (spans[0]["start"].as_u64(), spans[0]["end"].as_u64()),
+        (Some(at as u64), Some(at as u64 + 13))
+    );
+    assert_tiles(&report);
+}
+
+#[test]
+fn trailing_padding_is_a_region_not_damage() {
+    let dir = temp_dir("padding");
+    for (fill, kind) in [(0xFFu8, "erased-flash"), (0x00, "zero-fill")] {
+        let mut log = clean_log();
+        let end = log.len() as u64;
+        log.extend(std::iter::repeat_n(fill, 4000));
+        let path = write(&dir, "padded.bin", &log);
+        let (code, report) = check_json(&path);
+        assert_eq!(code, Some(0), "{report}");
+        let regions = report["sessions"][0]["regions"].as_array().unwrap();
+        let last = regions.last().unwrap();
+        assert_eq!(last["kind"], kind);
+        assert_eq!(last["start"], end);
+        assert_tiles(&report);
+    }
+}
+
+#[test]
+fn random_bytes_with_a_fmt_header_inside_get_a_clear_result() {
+    let dir = temp_dir("random");
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut data: Vec<u8> = (0..200_000)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 24) as u8
+        })
+        .collect();
+    // Bare FMT headers amid the noise: not enough to call the file DataFlash, unless forced.
+    for at in [1_000usize, 50_000, 150_000] {
+        data[at..at + 3].copy_from_slice(&[0xA3, 0x95, 0x80]);
+    }
+    let path = write(&dir, "noise.bin", &data);
+    let out = bbcheck(&["check", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nor a DataFlash log"));
+    let (code, out) = run_with_limit(
+        &[
+            "check",
+            "--json",
+            "--format",
+            "dataflash",
+            path.to_str().unwrap(),
+        ],
+        Duration::from_secs(20),
+    );
+    assert_eq!(code, Some(1));
+    let report: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(report["verdict"], "damaged");
+    assert_tiles(&report);
+    // With one consistent FMT, the file is read as DataFlash.
+    let valid = fmt(0x33, 7, "RND", "I", "V");
+    data[100_000..100_000 + valid.len()].copy_from_slice(&valid);
+    let path = write(&dir, "random.bin", &data);
+    let (code, out) = run_with_limit(
+        &["check", "--json", path.to_str().unwrap()],
+        Duration::from_secs(20),
+    );
+    assert_eq!(code, Some(1));
+    let report: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(report["format"], "ardupilot-dataflash");
+    assert_eq!(report["verdict"], "damaged");
+    assert!(report["dataflash"]["messages"].as_u64().unwrap() >= 1);
+    assert_tiles(&report);
+    let (code, out) = run_with_limit(
+        &["export", "--jsonl", path.to_str().unwrap()],
+        Duration::from_secs(20),
+    );
+    assert_eq!(code, Some(1));
+    for line in String::from_utf8(out).unwrap().lines() {
+        serde_json::from_str::<Value>(line).expect("every line is JSON");
+    }
+}
+
+#[test]
+fn fmts_declaring_lengths_0_and_2_do_not_hang() {
+    let dir = temp_dir("short");
+    for length in [0u8, 2] {
+        let mut log = fmt(0x40, length, "ZER", "", "");
+        log.extend(fmt(0x41, 4, "ONE", "B", "V"));
+        for i in 0..10_000u32 {
+            log.extend(message(0x40, &[]));
+            log.extend(message(0x41, &[i as u8]));
+        }
+        let path = write(&dir, "short.bin", &log);
+        let (code, out) = run_with_limit(
+            &["check", "--json", path.to_str().unwrap()],
+            Duration::from_secs(20),
+        );
+        let report: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(code, Some(1), "{length}");
+        assert_eq!(report["dataflash"]["counts"]["ONE"], 10_000);
+        let problems = report["dataflash"]["format_problems"].as_array().unwrap();
+        assert_eq!(problems.len(), 1);
+        assert!(
+            problems[0]["problem"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("declares length {length}"))
+        );
+        assert_tiles(&report);
+        let (code, _) = run_with_limit(
+            &["export", "--jsonl", path.to_str().unwrap()],
+            Duration::from_secs(20),
+        );
+        assert_eq!(code, Some(1));
+    }
+}
+
+#[test]
+fn export_writes_raw_values() {
+    let dir = temp_dir("export");
+    let mut log = fmt(
+        0x50,
+        3 + 2 + 4 + 8 + 64 + 16 + 1,
+        "RAW",
+        "gfdaNM",
+        "H,F,D,A,N,M",
+    );
+    let mut body = 0x3C00u16.to_le_bytes().to_vec();
+    body.extend_from_slice(&f32::NAN.to_le_bytes());
+    body.extend_from_slice(&0.1f64.to_le_bytes());
+    body.extend((0..32i16).flat_map(|v| (v - 16).to_le_bytes()));
+    body.extend_from_slice(b"caf\xe9\0garbage\xff\xfe\0\0");
+    body.push(200);
+    log.extend(message(0x50, &body));
+    log.extend(clean_log());
+    let path = write(&dir, "raw.bin", &log);
+    let out = bbcheck(&["export", "--jsonl", path.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let records: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let session = &records[0];
+    assert_eq!(session["type"], "session");
+    assert_eq!(session["formats"]["ATT"]["id"], 0x40);
+    assert_eq!(session["formats"]["ATT"]["length"], 19);
+    assert_eq!(session["formats"]["ATT"]["format"], "QccL");
+    assert_eq!(session["formats"]["ATT"]["columns"][3], "Lat");
+    assert_eq!(records[1]["name"], "FMT");
+    assert_eq!(records[1]["values"][2], "RAW");
+    let raw = &records[2];
+    assert_eq!(raw["offset"], 89);
+    assert_eq!(raw["name"], "RAW");
+    let values = raw["values"].as_array().unwrap();
+    assert_eq!(values[0], 1.0);
+    assert!(values[1].is_null());
+    assert_eq!(values[2], 0.1);
+    assert_eq!(values[3].as_array().unwrap().len(), 32);
+    assert_eq!(values[3][0], -16);
+    assert_eq!(values[4], "café");
+    assert_eq!(values[5], 200);
+    let att = records.iter().find(|r| r["name"] == "ATT").unwrap();
+    // Unscaled: centidegrees and degrees × 1e7 as stored.
+    assert_eq!(att["values"][1], -50);
+    assert_eq!(att["values"][2], -61);
+    assert_eq!(att["values"][3], -713_657_293);
+    let msg = records.iter().find(|r| r["name"] == "MSG").unwrap();
+    assert_eq!(msg["values"][1], "ArduCopter V4.5.0 (abcdef12)");
+    assert_eq!(records.len(), 1 + 1 + 1 + 103);
+}
+
+#[test]
+fn the_format_is_detected_or_forced() {
+    let dir = temp_dir("format");
+    let df = write(&dir, "log.bin", &clean_log());
+    let blackbox = common::own_corpus().join("generated/demo.bbl");
+    // A DataFlash log read as Blackbox has no Blackbox session: an error.
+    let out = bbcheck(&["check", "--format", "blackbox", df.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a Blackbox log"));
+    // A Blackbox log read as DataFlash holds no message: all damage, no crash.
+    let out = bbcheck(&[
+        "check",
+        "--json",
+        "--format",
+        "dataflash",
+        blackbox.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["format"], "ardupilot-dataflash");
+    assert_eq!(report["dataflash"]["messages"], 0);
+    assert_tiles(&report);
+    // Detected from the content, whatever the name.
+    let out = bbcheck(&["check", "--json", blackbox.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["format"], "blackbox");
+    // A FMT after other bytes still makes a DataFlash log.
+    let mut late = vec![0u8; 1000];
+    late.extend(clean_log());
+    let late = write(&dir, "late.bbl", &late);
+    let (code, report) = check_json(&late);
+    assert_eq!(code, Some(1));
+    assert_eq!(report["format"], "ardupilot-dataflash");
+    assert_eq!(report["corrupt_spans"][0]["end"], 1000);
+    // Neither format.
+    let other = write(&dir, "notes.txt", b"just some text\n");
+    let out = bbcheck(&["check", other.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("not a Blackbox log") && err.contains("DataFlash"),
+        "{err}"
+    );
+    // Several files: the worst outcome wins.
+    let out = bbcheck(&["check", df.to_str().unwrap(), late.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn csv_export_is_refused_for_dataflash() {
+    let dir = temp_dir("csv");
+    let df = write(&dir, "log.bin", &clean_log());
+    let out = bbcheck(&[
+        "export",
+        "--csv",
+        "-o",
+        dir.to_str().unwrap(),
+        df.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--jsonl"));
+}
