@@ -9,7 +9,7 @@ pub mod blackbox;
 pub mod cli;
 pub mod damage;
 pub mod dataflash;
-#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
 pub mod fuzzing;
 pub mod report;
 pub mod synth;
