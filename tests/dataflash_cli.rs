@@ -456,3 +456,116 @@ fn csv_export_is_refused_for_dataflash() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--jsonl"));
 }
+
+/// Offsets of the accepted messages.
+struct Offsets(Vec<u64>);
+
+impl bbcheck::dataflash::Sink for Offsets {
+    fn message(&mut self, m: &bbcheck::dataflash::Message<'_>) {
+        self.0.push(m.offset);
+    }
+}
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// Damage a log: returns the damaged copy and the first offset changed.
+fn damage(log: &[u8], kind: usize, rng: &mut Rng) -> (Vec<u8>, usize) {
+    let mut data = log.to_vec();
+    let at = rng.below(data.len() - 600);
+    match kind {
+        // A run of bytes dropped.
+        0 => {
+            data.drain(at..at + 1 + rng.below(64));
+        }
+        // Random bytes inserted.
+        1 => {
+            let junk: Vec<u8> = (0..1 + rng.below(300)).map(|_| rng.next() as u8).collect();
+            data.splice(at..at, junk);
+        }
+        // Bits flipped.
+        2 => {
+            for i in 0..8 {
+                data[at + i * 37] ^= 1 << rng.below(8);
+            }
+        }
+        // A run of zeros.
+        3 => data[at..at + 512].fill(0),
+        // Cut short.
+        4 => data.truncate(at),
+        // Bytes of the FMT area changed: lengths, types, format characters.
+        _ => {
+            let area = data.len().min(20_000);
+            let first = (0..16)
+                .map(|_| {
+                    let i = rng.below(area);
+                    data[i] = rng.next() as u8;
+                    i
+                })
+                .min()
+                .unwrap();
+            return (data, first);
+        }
+    }
+    (data, at)
+}
+
+#[test]
+fn damaged_logs_never_panic_and_keep_every_message_before_the_damage() {
+    let logs: Vec<Vec<u8>> = match common::corpus() {
+        Some(corpus) => std::fs::read_dir(corpus.join("real/ardupilot"))
+            .unwrap()
+            .map(|e| std::fs::read(e.unwrap().path()).unwrap())
+            .collect(),
+        None => vec![clean_log().repeat(8)],
+    };
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    for log in &logs {
+        let mut clean = Offsets(Vec::new());
+        let clean_report = bbcheck::dataflash::decode("clean", log, &mut clean);
+        clean_report.file.check_accounting().unwrap();
+        for round in 0..60 {
+            let (data, first_change) = damage(log, round % 6, &mut rng);
+            let mut offsets = Offsets(Vec::new());
+            let report = bbcheck::dataflash::decode("damaged", &data, &mut offsets);
+            report
+                .file
+                .check_accounting()
+                .unwrap_or_else(|e| panic!("round {round}: {e}"));
+            assert_eq!(report.dataflash.messages, offsets.0.len() as u64);
+            // The scan is sequential: what lies wholly before the first change is read as before.
+            let kept: Vec<u64> = clean
+                .0
+                .iter()
+                .copied()
+                .take_while(|&o| o as usize + 256 < first_change)
+                .collect();
+            assert_eq!(offsets.0[..kept.len()], kept[..], "round {round}");
+            let mut out = Vec::new();
+            let exported =
+                bbcheck::dataflash::jsonl::write_jsonl("damaged", &data, &mut out).unwrap();
+            assert_eq!(exported, report);
+            assert_eq!(
+                out.iter().filter(|&&b| b == b'\n').count() as u64,
+                report.dataflash.messages + 1
+            );
+            if round % 6 == 5 {
+                // Damaged definitions give odd names and strings: still valid JSON.
+                for line in String::from_utf8(out).expect("UTF-8").lines() {
+                    serde_json::from_str::<Value>(line).expect("a JSON record");
+                }
+            }
+        }
+    }
+}

@@ -41,8 +41,8 @@ impl<'a> Message<'a> {
         if !self.format.time_us {
             return None;
         }
-        let first = self.fields().next()?.as_integer()?;
-        u64::try_from(first).ok()
+        let (_, first) = field(*self.format.fields.first()?, self.body()).ok()?;
+        u64::try_from(first.as_integer()?).ok()
     }
 }
 

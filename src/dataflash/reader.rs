@@ -9,8 +9,8 @@
 //! at its body start. A message is at least its 3 header bytes, so the scan always moves forward.
 
 use super::fmt::{
-    Format, FormatProblem, Formats, HEADER, HEADER_LEN, ProblemKind, Role, definition_from_values,
-    fmtu_from_values, mult_from_values, unit_from_values,
+    FMT_TYPE, Format, FormatProblem, Formats, HEADER, HEADER_LEN, ProblemKind, Role,
+    definition_from_values, fmtu_from_values, mult_from_values, unit_from_values,
 };
 use super::message::{Fields, Message, decode_name};
 use std::collections::BTreeMap;
@@ -51,6 +51,17 @@ pub struct TruncatedMessage {
 /// Recorded format problems beyond this many are only counted.
 pub const MAX_PROBLEMS: usize = 1000;
 
+/// Type names counted one by one; messages of further names are counted under [`OTHER_NAMES`].
+pub const MAX_NAMES: usize = 4096;
+
+/// The count key of the names beyond [`MAX_NAMES`].
+pub const OTHER_NAMES: &str = "(other names)";
+
+/// Gaps between accepted messages recorded one by one; beyond this many, each later gap extends
+/// the last one (with the messages between them), so a file damaged throughout reports a bounded
+/// number of spans.
+pub const MAX_GAPS: usize = 100_000;
+
 /// What a scan found.
 #[derive(Debug, Clone)]
 pub struct Scan {
@@ -60,10 +71,13 @@ pub struct Scan {
     pub messages: u64,
     /// Bytes in accepted messages.
     pub message_bytes: u64,
-    /// Accepted messages per type name.
+    /// Accepted messages per type name (at most [`MAX_NAMES`] names and [`OTHER_NAMES`]).
     pub counts: BTreeMap<String, u64>,
-    /// Byte ranges `[start, end)` between accepted messages (from offset 0 to the last message end).
+    /// Byte ranges `[start, end)` between accepted messages (from offset 0 to the last message end),
+    /// at most [`MAX_GAPS`].
     pub gaps: Vec<(u64, u64)>,
+    /// Gaps beyond [`MAX_GAPS`], merged into the last one.
+    pub gaps_merged: u64,
     /// End of the last accepted message (0 when none).
     pub end_offset: u64,
     /// The message the file ends inside, if any (a message running past the end of the file, or
@@ -159,25 +173,48 @@ struct Scanner<'a> {
     /// Accepted messages per type byte since the type was last (re)defined.
     counts_by_type: Vec<u64>,
     gaps: Vec<(u64, u64)>,
+    gaps_merged: u64,
     end_offset: u64,
     truncated: Option<TruncatedMessage>,
     unreadable_headers: u64,
 }
 
 impl Scanner<'_> {
+    /// Give a name its place in the counts when its type is defined, while there is room.
+    fn reserve_name(&mut self, name: &str) {
+        if self.counts.len() < MAX_NAMES && !self.counts.contains_key(name) {
+            self.counts.insert(name.to_owned(), 0);
+        }
+    }
+
     /// Move the count of `type_id` under its current name into the per-name counts.
     fn flush_count(&mut self, type_id: u8) {
         let count = std::mem::take(&mut self.counts_by_type[usize::from(type_id)]);
         if count == 0 {
             return;
         }
-        if let Some(format) = self.formats.get(type_id) {
-            let total = self.counts.entry(format.name.clone()).or_default();
-            *total = total.saturating_add(count);
+        let Some(format) = self.formats.get(type_id) else {
+            return;
+        };
+        // Names are admitted as their types are defined (see `reserve_name`).
+        let key = if self.counts.contains_key(&format.name) {
+            format.name.as_str()
+        } else {
+            OTHER_NAMES
+        };
+        match self.counts.get_mut(key) {
+            Some(total) => *total = total.saturating_add(count),
+            None => {
+                self.counts.insert(key.to_owned(), count);
+            }
         }
     }
 
     fn run<S: Sink>(mut self, sink: &mut S) -> Scan {
+        if let Some(fmt) = self.formats.get(FMT_TYPE) {
+            let name = fmt.name.clone();
+            self.reserve_name(&name);
+        }
         let data = self.data;
         let len = data.len();
         let mut pos = 0usize;
@@ -254,7 +291,14 @@ impl Scanner<'_> {
             };
             let start = pos as u64;
             if start > self.end_offset {
-                self.gaps.push((self.end_offset, start));
+                let full = self.gaps.len() >= MAX_GAPS;
+                match self.gaps.last_mut() {
+                    Some(last) if full => {
+                        last.1 = start;
+                        self.gaps_merged = self.gaps_merged.saturating_add(1);
+                    }
+                    _ => self.gaps.push((self.end_offset, start)),
+                }
             }
             self.messages += 1;
             self.message_bytes += message_len as u64;
@@ -275,18 +319,21 @@ impl Scanner<'_> {
             }
             if let Some(new) = defined {
                 self.flush_count(new.type_id);
+                self.reserve_name(&new.name);
                 self.formats.install(new);
             }
         }
         for type_id in 0..=u8::MAX {
             self.flush_count(type_id);
         }
+        self.counts.retain(|_, count| *count > 0);
         Scan {
             formats: self.formats,
             messages: self.messages,
             message_bytes: self.message_bytes,
             counts: self.counts,
             gaps: self.gaps,
+            gaps_merged: self.gaps_merged,
             end_offset: self.end_offset,
             truncated: self.truncated,
             problems: self.problems.kept,
@@ -307,6 +354,7 @@ pub fn scan<S: Sink>(data: &[u8], sink: &mut S) -> Scan {
         counts: BTreeMap::new(),
         counts_by_type: vec![0; 256],
         gaps: Vec::new(),
+        gaps_merged: 0,
         end_offset: 0,
         truncated: None,
         unreadable_headers: 0,
@@ -415,6 +463,34 @@ mod tests {
         let mut log = fmt(0x40, 3, "EMP", "", "");
         log.extend(message(0x40, &[]));
         assert_eq!(accepted(&log).0.len(), 2);
+    }
+
+    #[test]
+    fn damage_everywhere_gives_a_bounded_number_of_gaps() {
+        let mut log = fmt(0x40, 3, "EMP", "", "");
+        for _ in 0..MAX_GAPS + 500 {
+            log.push(0);
+            log.extend(message(0x40, &[]));
+        }
+        let (messages, scan) = accepted(&log);
+        assert_eq!(messages.len(), MAX_GAPS + 501);
+        assert_eq!(scan.gaps.len(), MAX_GAPS);
+        assert_eq!(scan.gaps_merged, 500);
+        assert_eq!(scan.gaps.last().unwrap().1, log.len() as u64 - 3);
+    }
+
+    #[test]
+    fn counts_keep_a_bounded_number_of_names() {
+        let mut log = Vec::new();
+        for i in 0..MAX_NAMES + 100 {
+            log.extend(fmt(0x40, 3, &format!("{i:04x}"), "", ""));
+            log.extend(message(0x40, &[]));
+        }
+        let (messages, scan) = accepted(&log);
+        assert_eq!(scan.counts.len(), MAX_NAMES + 1);
+        assert_eq!(scan.counts.values().sum::<u64>(), messages.len() as u64);
+        assert_eq!(scan.counts["FMT"], (MAX_NAMES + 100) as u64);
+        assert_eq!(scan.counts[OTHER_NAMES], 101);
     }
 
     #[test]

@@ -62,6 +62,9 @@ pub struct DataflashSummary {
     pub format_problems_omitted: u64,
     /// Headers of defined types whose body could not be read (their type's FMT is inconsistent).
     pub unreadable_headers: u64,
+    /// Damaged ranges beyond the first [`MAX_GAPS`](super::reader::MAX_GAPS), merged into the
+    /// last corrupt span (which then also covers the messages between them).
+    pub spans_merged: u64,
     /// The message the file ends inside.
     pub truncated_last_message: Option<TruncatedMessage>,
 }
@@ -223,6 +226,7 @@ pub fn build(path: &str, data: &[u8], scan: Scan, observer: Observer) -> Datafla
         format_problems: scan.problems,
         format_problems_omitted: scan.problems_omitted,
         unreadable_headers: scan.unreadable_headers,
+        spans_merged: scan.gaps_merged,
         truncated_last_message: scan.truncated,
     };
     DataflashReport {
@@ -286,6 +290,13 @@ pub fn write_summary(out: &mut impl Write, report: &DataflashReport) -> io::Resu
             out,
             "  {} message headers of inconsistently defined types skipped",
             df.unreadable_headers
+        )?;
+    }
+    if df.spans_merged > 0 {
+        writeln!(
+            out,
+            "  {} more damaged ranges merged into the last corrupt span",
+            df.spans_merged
         )?;
     }
     for session in &file.sessions {
