@@ -22,13 +22,95 @@ use crate::blackbox::writer::SessionWriter;
 pub type Check = fn(&[u8]);
 
 /// Every fuzz target by name, with the check it makes on an input.
-pub const TARGETS: [(&str, Check); 5] = [
+pub const TARGETS: [(&str, Check); 7] = [
     ("blackbox_check", blackbox_check),
     ("blackbox_roundtrip", blackbox_roundtrip_bytes),
+    ("blackbox_salvage", blackbox_salvage),
+    ("dataflash_check", dataflash_check),
     ("codec_varint", codec_varint),
     ("codec_tag", codec_tag),
     ("codec_elias", codec_elias),
 ];
+
+/// Salvage any bytes: the output re-checks with no corrupt span, holds exactly the trusted frames
+/// of the input (GPS frames a session would start with, which cannot follow a header, come after
+/// its first other frame or event, or are dropped when there is none), and salvaging it again
+/// changes nothing.
+pub fn blackbox_salvage(data: &[u8]) {
+    use crate::blackbox::frame::FrameKind;
+    /// Frames per session.
+    #[derive(Default, PartialEq, Debug)]
+    struct Frames(Vec<Vec<(FrameKind, Vec<i64>)>>);
+    impl crate::blackbox::decoder::Sink for Frames {
+        fn frame(&mut self, frame: &crate::blackbox::decoder::Frame<'_>) {
+            if let Some(session) = self.0.last_mut() {
+                session.push((frame.kind, frame.values.to_vec()));
+            }
+        }
+    }
+    let decode = |bytes: &[u8]| {
+        let mut frames = Frames::default();
+        let report = blackbox::decode(
+            "fuzz",
+            bytes,
+            |_, f: &mut Frames| f.0.push(Vec::new()),
+            &mut frames,
+        );
+        (frames, report)
+    };
+    let salvage = |bytes: &[u8]| crate::blackbox::salvage::salvage("fuzz", bytes, None).1;
+    let (trusted, _) = decode(data);
+    let sessions = salvage(data);
+    // GPS frames are dropped only where the session kept nothing else to write before them.
+    let expected: Vec<_> = trusted
+        .0
+        .into_iter()
+        .zip(&sessions)
+        .map(|(frames, salvaged)| {
+            let gps = |k: &FrameKind| matches!(k, FrameKind::G | FrameKind::H);
+            if salvaged.summary.gps_frames_dropped > 0 {
+                assert!(frames.iter().all(|(k, _)| gps(k)));
+                return Vec::new();
+            }
+            frames
+        })
+        .collect();
+    let out: Vec<u8> = sessions.into_iter().flat_map(|s| s.bytes).collect();
+    let again: Vec<u8> = salvage(&out).into_iter().flat_map(|s| s.bytes).collect();
+    let (kept, report) = decode(&out);
+    assert!(
+        report.is_clean(),
+        "salvaged output has corrupt spans: {:?}",
+        report.corrupt_spans.first()
+    );
+    // GPS frames keep their order among themselves and the other frames among themselves; near
+    // the start of a session a GPS frame may move behind the first other frame or event.
+    fn split(sessions: &[Vec<(FrameKind, Vec<i64>)>]) -> Vec<[Vec<&(FrameKind, Vec<i64>)>; 2]> {
+        sessions
+            .iter()
+            .map(|frames| {
+                let (g, other) = frames
+                    .iter()
+                    .partition(|(k, _)| matches!(k, FrameKind::G | FrameKind::H));
+                [g, other]
+            })
+            .collect()
+    }
+    assert_eq!(
+        split(&kept.0),
+        split(&expected),
+        "salvaged frames differ from the trusted ones"
+    );
+    assert_eq!(again, out, "salvage is not idempotent");
+}
+
+/// Read any bytes as a DataFlash log: never panics, and every byte is accounted for once.
+pub fn dataflash_check(data: &[u8]) {
+    let report = crate::dataflash::check("fuzz", data);
+    if let Err(e) = report.file.check_accounting() {
+        panic!("byte accounting broken: {e}");
+    }
+}
 
 /// Decode any bytes as a Blackbox log: never panics, and the report accounts for every byte once.
 pub fn blackbox_check(data: &[u8]) {

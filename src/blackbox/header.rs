@@ -21,6 +21,9 @@ pub const MAX_FIELDS: usize = 1024;
 /// An I interval above this is damage (firmware writes at most a few thousand).
 pub const MAX_I_INTERVAL: u32 = 1 << 16;
 
+/// The problem of a header line that parsed but holds bytes that are not text.
+pub const NOT_TEXT: &str = "header line holds bytes that are not text";
+
 /// Which firmware wrote the log, as far as the header tells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -147,7 +150,7 @@ impl Header {
                             problems.push(HeaderProblem {
                                 start: pos as u64,
                                 end: (pos + len) as u64,
-                                message: "header line holds bytes that are not text".into(),
+                                message: NOT_TEXT.into(),
                             });
                         }
                         lines.push(HeaderLine {
@@ -322,6 +325,11 @@ impl Header {
         let pred_line = format!("Field {layout_from} predictor");
         let enc_line = format!("Field {layout_from} encoding");
         let signed_line = format!("Field {names_from} signed");
+        if self.get(&pred_line).is_none() && self.get(&enc_line).is_none() {
+            // Names without a layout: the log has no frames of this type (P frames share the
+            // I names), which is not damage.
+            return None;
+        }
         let predictors = self.get(&pred_line).and_then(int_list);
         let encodings = self.get(&enc_line).and_then(int_list);
         let signed = self

@@ -32,7 +32,10 @@ pub struct SalvagedSession {
     pub resume_events_added: u64,
     /// Whether a log-end event was added because the session was cut short.
     pub log_end_added: bool,
-    /// Header lines left out because they were damaged.
+    /// GPS frames left out because the session kept no other frame to write before them (right
+    /// after the header an `H` frame would read as a header line).
+    pub gps_frames_dropped: u64,
+    /// Header lines left out: parts of frame definitions the damage left unusable.
     pub header_lines_dropped: usize,
     /// Input byte spans left out, with where the output continues after each.
     pub dropped: Vec<DroppedSpan>,
@@ -52,6 +55,17 @@ pub struct DroppedSpan {
 pub struct SalvagedBytes {
     pub summary: SalvagedSession,
     pub bytes: Vec<u8>,
+}
+
+/// Whether a header line is worth keeping: `Field X …` lines only for frame types the header
+/// still defines (a definition left half-damaged would make the salvaged header damaged too).
+fn defines_usable(header: &super::header::Header, name: &str) -> bool {
+    let Some(rest) = name.strip_prefix("Field ") else {
+        return true;
+    };
+    let kind = rest.bytes().next().and_then(FrameKind::from_byte);
+    // Names and signedness of P frames are the I frame's.
+    kind.is_none_or(|k| header.def(k).is_some())
 }
 
 /// Re-encodes what a session decodes to.
@@ -89,20 +103,88 @@ impl Reencoder {
                 0,
             )
         } else {
-            let damaged = |offset: u64| {
-                header
-                    .problems
-                    .iter()
-                    .any(|p| (p.start..p.end).contains(&offset))
+            // Lines that did not parse are gone already; lines with bytes that are not text are
+            // kept as the decoder read them, with those bytes replaced, so the frames they define
+            // re-encode the same.
+            let text = |t: &str| -> String {
+                t.chars()
+                    .map(|c| {
+                        if c.is_control() && c != '\t' {
+                            '\u{FFFD}'
+                        } else {
+                            c
+                        }
+                    })
+                    .collect()
             };
-            let good: Vec<(&str, &str)> = header
+            // A setting whose value was refused is left out: the decoder used its default.
+            // A setting whose value was refused is left out, every line of that name: the
+            // decoder used its default.
+            let refused: Vec<&str> = header
                 .lines
                 .iter()
-                .filter(|l| !damaged(l.offset) && l.name != "Product")
-                .map(|l| (l.name.as_str(), l.value.as_str()))
+                .filter(|l| {
+                    header.problems.iter().any(|p| {
+                        p.message != super::header::NOT_TEXT && (p.start..p.end).contains(&l.offset)
+                    })
+                })
+                .map(|l| l.name.as_str())
                 .collect();
+            let mut good: Vec<(String, String)> = header
+                .lines
+                .iter()
+                .filter(|l| l.name != "Product" && defines_usable(header, &l.name))
+                .filter(|l| l.name.starts_with("Field ") || !refused.contains(&l.name.as_str()))
+                .map(|l| (text(&l.name), text(&l.value)))
+                .collect();
+            // The schedule and data version are written as the decoder used them (a refused
+            // value fell back to its default).
+            let used = ["Data version", "I interval", "P interval", "P ratio"];
+            good.retain(|(name, _)| !used.contains(&name.as_str()));
+            good.splice(
+                0..0,
+                [
+                    ("Data version".to_owned(), header.data_version.to_string()),
+                    ("I interval".to_owned(), header.i_interval.to_string()),
+                    (
+                        "P interval".to_owned(),
+                        format!("{}/{}", header.p_num, header.p_denom),
+                    ),
+                ],
+            );
+            // Whatever the rewritten header still finds wrong goes too, until nothing does
+            // (each round drops at least one line, so this ends).
+            let mut writer = SessionWriter::new(&good);
+            while !writer.header().problems.is_empty() && !good.is_empty() {
+                let h = writer.header();
+                let flagged: Vec<usize> = h
+                    .lines
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, l)| {
+                        h.problems
+                            .iter()
+                            .any(|p| (p.start..p.end).contains(&l.offset))
+                    })
+                    .map(|(i, _)| i)
+                    .collect();
+                // Line 0 of the rewritten header is the log start marker, not one of `good`.
+                let flagged: Vec<usize> = flagged
+                    .into_iter()
+                    .filter_map(|i| i.checked_sub(1))
+                    .collect();
+                if flagged.is_empty() {
+                    break;
+                }
+                let mut index = 0;
+                good.retain(|_| {
+                    index += 1;
+                    !flagged.contains(&(index - 1))
+                });
+                writer = SessionWriter::new(&good);
+            }
             let dropped = header.lines.len().saturating_sub(good.len() + 1);
-            (SessionWriter::new(&good), dropped)
+            (writer, dropped)
         };
         debug_assert!(writer.bytes().starts_with(LOG_START_MARKER));
         self.writer = Some(writer);
@@ -122,6 +204,7 @@ impl Reencoder {
             resume_events_added: 0,
             log_end_added: false,
             header_lines_dropped: dropped,
+            gps_frames_dropped: 0,
             dropped: Vec::new(),
         });
     }
@@ -176,6 +259,8 @@ impl Reencoder {
         let (Some(mut w), Some(mut summary)) = (self.writer.take(), self.summary.take()) else {
             return;
         };
+        summary.gps_frames_dropped = self.held.len() as u64;
+        self.held.clear();
         self.anchors
             .push((summary.input_end, w.bytes().len() as u64));
         if !self.ended {
@@ -197,6 +282,14 @@ impl Sink for Reencoder {
         self.note_position(frame.offset, frame.offset + frame.len as u64);
         let Some(w) = &mut self.writer else { return };
         let values = frame.values;
+        if w.header()
+            .def(frame.kind)
+            .is_none_or(|d| d.len() != values.len())
+        {
+            // The rewritten header no longer defines this frame the same way (cannot happen for
+            // frames the input's header decoded, but never panic on it).
+            return;
+        }
         match frame.kind {
             FrameKind::I | FrameKind::P => {
                 let header = w.header();
