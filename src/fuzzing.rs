@@ -85,7 +85,8 @@ pub fn blackbox_salvage(data: &[u8]) {
     );
     // GPS frames keep their order among themselves and the other frames among themselves; near
     // the start of a session a GPS frame may move behind the first other frame or event.
-    fn split(sessions: &[Vec<(FrameKind, Vec<i64>)>]) -> Vec<[Vec<&(FrameKind, Vec<i64>)>; 2]> {
+    type Record = (FrameKind, Vec<i64>);
+    fn split(sessions: &[Vec<Record>]) -> Vec<[Vec<&Record>; 2]> {
         sessions
             .iter()
             .map(|frames| {
