@@ -86,22 +86,10 @@ fn clean_sessions_re_encode_byte_for_byte() {
 
 #[test]
 fn damaged_logs_salvage_to_clean_logs_of_exactly_the_trusted_frames() {
-    let models = [
-        Model::DropRuns,
-        Model::DropBytes,
-        Model::LostBlocks,
-        Model::LongDropout,
-        Model::BitFlips,
-        Model::InsertGarbage,
-        Model::ZeroRuns,
-        Model::Truncate,
-        Model::Newline,
-        Model::HeaderLine,
-    ];
     let mut cases = 0;
     for path in logs().into_iter().take(5) {
         let data = std::fs::read(&path).unwrap();
-        for model in models {
+        for model in Model::ALL {
             for seed in 0..2 {
                 let damaged = damage::damage(&data, model, seed).data;
                 let (trusted, _) = decode(&damaged);

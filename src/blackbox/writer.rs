@@ -24,17 +24,7 @@ impl SessionWriter {
         for (name, value) in lines {
             out.extend_from_slice(format!("H {}:{}\n", name.as_ref(), value.as_ref()).as_bytes());
         }
-        let header = Header::parse(&out, 0, out.len());
-        let home = vec![0; header.h.as_ref().map_or(0, |d| d.len())];
-        SessionWriter {
-            header,
-            out,
-            previous: None,
-            previous2: None,
-            last_iteration: None,
-            last_main_time: 0,
-            home,
-        }
+        SessionWriter::from_header_bytes(&out)
     }
 
     /// Start a session with header bytes copied as they are (log start marker included).
