@@ -32,8 +32,9 @@ pub struct SalvagedSession {
     pub resume_events_added: u64,
     /// Whether a log-end event was added because the session was cut short.
     pub log_end_added: bool,
-    /// GPS frames left out because the session kept no other frame to write before them (right
-    /// after the header an `H` frame would read as a header line).
+    /// GPS frames left out because the session kept no other frame to write before them but its
+    /// log-end event (right after the header an `H` frame would read as a header line, and nothing
+    /// after a log-end event is read).
     pub gps_frames_dropped: u64,
     /// Header lines left out: parts of frame definitions the damage left unusable.
     pub header_lines_dropped: usize,
@@ -242,7 +243,10 @@ impl Reencoder {
             _ => {}
         }
         self.count(FrameKind::E);
-        self.release_held();
+        // Nothing after a log-end event is read: GPS frames still held are dropped (and counted).
+        if !self.ended {
+            self.release_held();
+        }
     }
 
     fn release_held(&mut self) {
