@@ -202,23 +202,54 @@ fn a_truncated_corpus_log_reports_a_truncated_span() {
 }
 
 #[test]
-fn garbage_between_messages_is_a_garbage_span() {
+fn a_message_not_followed_by_another_is_not_trusted() {
+    // Bytes inserted after a message look exactly like bytes dropped from it: its declared length
+    // no longer ends where a message starts, so it is part of the corrupt span.
     let dir = temp_dir("garbage");
     let mut log = header();
     log.extend(att(1, 1));
     let at = log.len();
-    log.extend_from_slice(&[0x55; 13]);
     log.extend(att(2, 2));
+    log.extend_from_slice(&[0x55; 13]);
+    log.extend(att(3, 3));
     let path = write(&dir, "garbage.bin", &log);
     let (code, report) = check_json(&path);
     assert_eq!(code, Some(1));
     let spans = report["corrupt_spans"].as_array().unwrap();
     assert_eq!(spans.len(), 1);
-    assert_eq!(spans[0]["reason"], "garbage");
+    assert_eq!(spans[0]["reason"], "frame-rejected-next-byte");
+    let second = att(2, 2).len();
     assert_eq!(
         (spans[0]["start"].as_u64(), spans[0]["end"].as_u64()),
-        (Some(at as u64), Some(at as u64 + 13))
+        (Some(at as u64), Some((at + second + 13) as u64))
     );
+    assert_eq!(report["dataflash"]["counts"]["ATT"], 2);
+    assert_tiles(&report);
+}
+
+#[test]
+fn a_message_missing_bytes_is_dropped_and_the_next_one_kept() {
+    // A byte dropped inside a message: read by its declared length it would swallow the next
+    // message's header; the scan backtracks into it and resumes at that header.
+    let dir = temp_dir("dropped");
+    let mut log = header();
+    log.extend(att(1, 1));
+    let at = log.len();
+    let mut cut = att(2, 2);
+    cut.remove(7);
+    log.extend(&cut);
+    log.extend(att(3, 3));
+    log.extend(att(4, 4));
+    let path = write(&dir, "dropped.bin", &log);
+    let (code, report) = check_json(&path);
+    assert_eq!(code, Some(1));
+    let spans = report["corrupt_spans"].as_array().unwrap();
+    assert_eq!(spans.len(), 1, "{spans:?}");
+    assert_eq!(
+        (spans[0]["start"].as_u64(), spans[0]["end"].as_u64()),
+        (Some(at as u64), Some((at + cut.len()) as u64))
+    );
+    assert_eq!(report["dataflash"]["counts"]["ATT"], 3);
     assert_tiles(&report);
 }
 
@@ -274,8 +305,9 @@ fn random_bytes_with_a_fmt_header_inside_get_a_clear_result() {
     let report: Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(report["verdict"], "damaged");
     assert_tiles(&report);
-    // With one consistent FMT, the file is read as DataFlash.
-    let valid = fmt(0x33, 7, "RND", "I", "V");
+    // With consistent FMTs, the file is read as DataFlash; the first ends in sync with the next.
+    let mut valid = fmt(0x33, 7, "RND", "I", "V");
+    valid.extend(fmt(0x34, 7, "RNE", "I", "V"));
     data[100_000..100_000 + valid.len()].copy_from_slice(&valid);
     let path = write(&dir, "random.bin", &data);
     let (code, out) = run_with_limit(

@@ -7,7 +7,7 @@
 
 use super::fmt::{Format, Formats};
 use super::message::{Message, Text, Value, int16_array};
-use super::reader::{self, Discard, Sink};
+use super::reader::{self, Discard, Rules, Sink};
 use super::report::{DataflashReport, FORMAT_NAME, Observer, build};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -135,11 +135,11 @@ impl<W: Write> Sink for JsonlSink<W> {
     }
 }
 
-/// Decode `data` and write it as JSON Lines to `out`; returns the `check` report of the file.
+/// Decode `data` by the thorough rules and write it as JSON Lines to `out`; returns the `check` report of the file.
 pub fn write_jsonl(path: &str, data: &[u8], out: impl Write) -> io::Result<DataflashReport> {
     let mut out = BufWriter::with_capacity(1 << 16, out);
     // The formats as the end of the file defines them: a first pass reads only the headers.
-    let first = reader::scan(data, &mut Discard);
+    let first = reader::scan_with(data, Rules::Thorough, Formats::new(), &mut Discard);
     let formats = &first.formats;
     let record = SessionRecord {
         kind: "session",
@@ -158,7 +158,7 @@ pub fn write_jsonl(path: &str, data: &[u8], out: impl Write) -> io::Result<Dataf
         observer: Observer::default(),
         error: None,
     };
-    let scan = reader::scan(data, &mut sink);
+    let scan = reader::scan_with(data, Rules::Thorough, Formats::new(), &mut sink);
     if let Some(e) = sink.error {
         return Err(e);
     }

@@ -14,7 +14,7 @@ pub mod reader;
 pub mod report;
 
 pub use message::Message;
-pub use reader::{Scan, Sink, scan};
+pub use reader::{Rules, Scan, Sink, scan, scan_with};
 pub use report::DataflashReport;
 
 /// `A3 95 80`: the header of a FMT message, with which every DataFlash log starts.
@@ -43,10 +43,23 @@ pub fn is_dataflash(file: &[u8]) -> bool {
     })
 }
 
-/// Read `file` and report what was found; every accepted message also goes to `sink`.
+/// Read `file` by the thorough rules and report what was found; every accepted message also goes
+/// to `sink`.
 pub fn decode<S: Sink>(path: &str, file: &[u8], sink: &mut S) -> DataflashReport {
+    decode_with(Rules::Thorough, fmt::Formats::new(), path, file, sink)
+}
+
+/// Read `file` by `rules`, starting from the format table `formats`, and report what was found;
+/// every accepted message also goes to `sink`.
+pub fn decode_with<S: Sink>(
+    rules: Rules,
+    formats: fmt::Formats,
+    path: &str,
+    file: &[u8],
+    sink: &mut S,
+) -> DataflashReport {
     let mut observer = report::Observer::default();
-    let scan = reader::scan(file, &mut (&mut observer, sink));
+    let scan = reader::scan_with(file, rules, formats, &mut (&mut observer, sink));
     report::build(path, file, scan, observer)
 }
 

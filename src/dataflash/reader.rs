@@ -1,19 +1,37 @@
-//! The scan: which messages of a file are accepted, by the rules of pymavlink's sequential reader.
+//! The scan: which messages of a file are accepted.
 //!
-//! From offset 0: at each position, `A3 95` followed by a type byte that has a definition starts a
+//! [`Rules::Reference`] are the rules of pymavlink's sequential reader. From offset 0: at each position, `A3 95` followed by a type byte that has a definition starts a
 //! message of the type's declared length. A message that runs past the end of the file ends the
 //! scan (it is dropped). A message whose body does not unpack (its type's declared length is not
 //! what its format needs) is skipped by its 3 header bytes: the scan resumes at the body start. Any
 //! other position is skipped by one byte. FMT messages define or redefine types as they are read; a
 //! FMT whose definition is rejected (an unknown format character) is not read and the scan resumes
 //! at its body start. A message is at least its 3 header bytes, so the scan always moves forward.
+//!
+//! [`Rules::Thorough`] add what keeps damaged messages out. A message has no length field and no
+//! checksum, so a message whose bytes were dropped or inserted still unpacks, from its header to
+//! wherever its declared length ends, into wrong values. It is accepted only when it ends in sync:
+//! where another message starts (`A3 95` and a defined type), where the file ends, or where the
+//! erased-flash or zero tail starts. Otherwise the scan backtracks into it, one byte after its
+//! first, to try every candidate header inside, and the corrupt span starts where the garbled
+//! message started.
 
 use super::fmt::{
     FMT_TYPE, Format, FormatProblem, Formats, HEADER, HEADER_LEN, ProblemKind, Role,
     definition_from_values, fmtu_from_values, mult_from_values, unit_from_values,
 };
 use super::message::{Fields, Message, decode_name};
+use crate::report::DamageReason;
 use std::collections::BTreeMap;
+
+/// Which rules decide what to accept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rules {
+    /// pymavlink's sequential reader, exactly: the baseline to measure against.
+    Reference,
+    /// The reference rules plus the checks that keep damaged messages out.
+    Thorough,
+}
 
 /// Receives every accepted message, in file order.
 pub trait Sink {
@@ -74,8 +92,8 @@ pub struct Scan {
     /// Accepted messages per type name (at most [`MAX_NAMES`] names and [`OTHER_NAMES`]).
     pub counts: BTreeMap<String, u64>,
     /// Byte ranges `[start, end)` between accepted messages (from offset 0 to the last message end),
-    /// at most [`MAX_GAPS`].
-    pub gaps: Vec<(u64, u64)>,
+    /// at most [`MAX_GAPS`], with why their first bytes were rejected.
+    pub gaps: Vec<Gap>,
     /// Gaps beyond [`MAX_GAPS`], merged into the last one.
     pub gaps_merged: u64,
     /// End of the last accepted message (0 when none).
@@ -89,6 +107,14 @@ pub struct Scan {
     pub problems_omitted: u64,
     /// Headers of defined types whose body could not be unpacked (skipped by 3 bytes).
     pub unreadable_headers: u64,
+}
+
+/// Bytes between accepted messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gap {
+    pub start: u64,
+    pub end: u64,
+    pub reason: DamageReason,
 }
 
 /// FMT problems, the first [`MAX_PROBLEMS`] kept.
@@ -165,6 +191,11 @@ fn read_metadata(format: &Format, body: &[u8]) -> Option<Metadata> {
 /// The scanner's state.
 struct Scanner<'a> {
     data: &'a [u8],
+    rules: Rules,
+    /// Start of the trailing run of 0x00 or 0xFF bytes (the data's length when there is none).
+    tail_start: usize,
+    /// Why the bytes since the last accepted message were rejected.
+    gap_reason: Option<DamageReason>,
     formats: Formats,
     problems: Problems,
     messages: u64,
@@ -172,11 +203,21 @@ struct Scanner<'a> {
     counts: BTreeMap<String, u64>,
     /// Accepted messages per type byte since the type was last (re)defined.
     counts_by_type: Vec<u64>,
-    gaps: Vec<(u64, u64)>,
+    gaps: Vec<Gap>,
     gaps_merged: u64,
     end_offset: u64,
     truncated: Option<TruncatedMessage>,
     unreadable_headers: u64,
+}
+
+/// Start of the trailing run of identical 0x00 or 0xFF bytes (`data.len()` when there is none).
+pub fn padding_start(data: &[u8]) -> usize {
+    match data.last() {
+        Some(&fill @ (0x00 | 0xFF)) => {
+            data.len() - data.iter().rev().take_while(|&&b| b == fill).count()
+        }
+        _ => data.len(),
+    }
 }
 
 impl Scanner<'_> {
@@ -210,6 +251,26 @@ impl Scanner<'_> {
         }
     }
 
+    /// Something at the current position could not be accepted.
+    fn reject(&mut self, reason: DamageReason) {
+        self.gap_reason.get_or_insert(reason);
+    }
+
+    /// Whether a message ending at `at` ends in sync: another message starts there (`A3 95` and a
+    /// type defined by the table or by `defining`, the FMT being accepted), the file ends inside
+    /// such a header, or the padding tail or the end of the file starts there.
+    fn ends_in_sync(&self, at: usize, defining: Option<u8>) -> bool {
+        if at >= self.tail_start {
+            return true;
+        }
+        let rest = &self.data[at..];
+        if rest.len() < HEADER_LEN {
+            return HEADER.starts_with(rest);
+        }
+        rest.starts_with(&HEADER)
+            && (self.formats.get(rest[2]).is_some() || defining == Some(rest[2]))
+    }
+
     fn run<S: Sink>(mut self, sink: &mut S) -> Scan {
         if let Some(fmt) = self.formats.get(FMT_TYPE) {
             let name = fmt.name.clone();
@@ -234,6 +295,7 @@ impl Scanner<'_> {
                 break;
             }
             if data[pos] != HEADER[0] || data[pos + 1] != HEADER[1] {
+                self.reject(DamageReason::Garbage);
                 pos = match memchr::memmem::find(&data[pos + 1..], &HEADER) {
                     Some(at) => pos + 1 + at,
                     // Nothing left that can start a message.
@@ -243,6 +305,7 @@ impl Scanner<'_> {
             }
             let type_id = data[pos + 2];
             let Some(format) = self.formats.get(type_id) else {
+                self.reject(DamageReason::UndefinedFrameType);
                 pos += 1;
                 continue;
             };
@@ -262,6 +325,7 @@ impl Scanner<'_> {
             }
             let Some(message_len) = format.message_len() else {
                 // The body does not unpack: resume at the body start.
+                self.reject(DamageReason::BadEncoding);
                 self.unreadable_headers = self.unreadable_headers.saturating_add(1);
                 pos += HEADER_LEN;
                 continue;
@@ -273,6 +337,7 @@ impl Scanner<'_> {
                 match read_definition(&mut self.problems, pos, format, body) {
                     Ok(defined) => defined,
                     Err(()) => {
+                        self.reject(DamageReason::HeaderDamaged);
                         pos += HEADER_LEN;
                         continue;
                     }
@@ -280,24 +345,39 @@ impl Scanner<'_> {
             } else {
                 None
             };
-            sink.message(&Message {
+            let message = Message {
                 offset: pos as u64,
                 format,
                 bytes,
-            });
+            };
+            if self.rules == Rules::Thorough {
+                let defining = defined.as_ref().map(|f| f.type_id);
+                if !self.ends_in_sync(pos + message_len, defining) {
+                    // Backtrack: a header may start inside the garbled message.
+                    self.reject(DamageReason::FrameRejectedNextByte);
+                    pos += 1;
+                    continue;
+                }
+            }
+            sink.message(&message);
             let metadata = match format.role {
                 Role::Unit | Role::Mult | Role::Fmtu => read_metadata(format, body),
                 Role::Data | Role::Fmt | Role::Msg => None,
             };
             let start = pos as u64;
+            let reason = self.gap_reason.take();
             if start > self.end_offset {
                 let full = self.gaps.len() >= MAX_GAPS;
                 match self.gaps.last_mut() {
                     Some(last) if full => {
-                        last.1 = start;
+                        last.end = start;
                         self.gaps_merged = self.gaps_merged.saturating_add(1);
                     }
-                    _ => self.gaps.push((self.end_offset, start)),
+                    _ => self.gaps.push(Gap {
+                        start: self.end_offset,
+                        end: start,
+                        reason: reason.unwrap_or(DamageReason::Garbage),
+                    }),
                 }
             }
             self.messages += 1;
@@ -343,11 +423,24 @@ impl Scanner<'_> {
     }
 }
 
-/// Scan `data`, passing every accepted message to `sink` in file order.
+/// Scan `data` by the reference rules, passing every accepted message to `sink` in file order.
 pub fn scan<S: Sink>(data: &[u8], sink: &mut S) -> Scan {
+    scan_with(data, Rules::Reference, Formats::new(), sink)
+}
+
+/// Scan `data` by `rules`, starting from the format table `formats` (FMT alone, or definitions
+/// borrowed from another log), passing every accepted message to `sink` in file order.
+pub fn scan_with<S: Sink>(data: &[u8], rules: Rules, formats: Formats, sink: &mut S) -> Scan {
+    let tail_start = match rules {
+        Rules::Reference => data.len(),
+        Rules::Thorough => padding_start(data),
+    };
     Scanner {
         data,
-        formats: Formats::new(),
+        rules,
+        tail_start,
+        gap_reason: None,
+        formats,
         problems: Problems::default(),
         messages: 0,
         message_bytes: 0,
@@ -410,7 +503,14 @@ mod tests {
             messages,
             [(0, "FMT".into()), (89, "TST".into()), (107, "TST".into())]
         );
-        assert_eq!(scan.gaps, [(96, 107)]);
+        assert_eq!(
+            scan.gaps,
+            [Gap {
+                start: 96,
+                end: 107,
+                reason: DamageReason::Garbage
+            }]
+        );
         assert_eq!(scan.end_offset, log.len() as u64);
         assert_eq!(scan.counts["TST"], 2);
         assert!(scan.truncated.is_none());
@@ -476,7 +576,7 @@ mod tests {
         assert_eq!(messages.len(), MAX_GAPS + 501);
         assert_eq!(scan.gaps.len(), MAX_GAPS);
         assert_eq!(scan.gaps_merged, 500);
-        assert_eq!(scan.gaps.last().unwrap().1, log.len() as u64 - 3);
+        assert_eq!(scan.gaps.last().unwrap().end, log.len() as u64 - 3);
     }
 
     #[test]

@@ -130,10 +130,10 @@ fn account(data: &[u8], scan: &Scan) -> (Vec<Region>, Vec<CorruptSpan>) {
             });
         }
     };
-    for &(start, end) in &scan.gaps {
-        messages(cursor, start, &mut regions);
-        spans.push(span(start, end, DamageReason::Garbage));
-        cursor = end;
+    for gap in &scan.gaps {
+        messages(cursor, gap.start, &mut regions);
+        spans.push(span(gap.start, gap.end, gap.reason));
+        cursor = gap.end;
     }
     messages(cursor, scan.end_offset, &mut regions);
     let len = data.len() as u64;
