@@ -26,7 +26,8 @@ pub enum Model {
     Truncate,
     /// Copied in text mode: CR LF → LF, then CR → LF.
     Newline,
-    /// One header line garbled (a field other than the frame definitions).
+    /// One header line garbled (a Blackbox field other than the frame definitions; the format
+    /// characters of one DataFlash FMT message).
     HeaderLine,
 }
 
@@ -121,18 +122,67 @@ impl Rng {
     }
 }
 
-/// The sessions' frame data: each session from the end of its header to its end.
-fn data_ranges(input: &[u8]) -> Vec<(usize, usize)> {
-    blackbox::sessions(input)
-        .iter()
-        .map(|s| {
-            (
-                (s.header.data_start as usize).min(s.bounds.end),
-                s.bounds.end,
-            )
-        })
-        .filter(|(a, b)| a < b)
-        .collect()
+/// Where a log's data is, and the header text a damage may garble.
+struct Layout {
+    /// Each Blackbox session's frame data, from the end of its header to its end; the whole of a
+    /// DataFlash log.
+    ranges: Vec<(usize, usize)>,
+    /// Header text that is not a frame definition: Blackbox header lines `(start, len)` past their
+    /// `H `, or the format characters of a DataFlash FMT message.
+    header_spots: Vec<(usize, usize)>,
+}
+
+impl Layout {
+    fn of(input: &[u8]) -> Layout {
+        let sessions = blackbox::sessions(input);
+        if sessions.is_empty() && crate::dataflash::is_dataflash(input) {
+            return Layout::of_dataflash(input);
+        }
+        let ranges = sessions
+            .iter()
+            .map(|s| {
+                (
+                    (s.header.data_start as usize).min(s.bounds.end),
+                    s.bounds.end,
+                )
+            })
+            .filter(|(a, b)| a < b)
+            .collect();
+        let header_spots = sessions
+            .iter()
+            .flat_map(|s| s.header.lines.iter())
+            .filter(|l| {
+                !l.name.starts_with("Field") && l.name != "Product" && l.name != "Data version"
+            })
+            .map(|l| (l.offset as usize + 2, l.name.len() + 1 + l.value.len()))
+            .collect();
+        Layout {
+            ranges,
+            header_spots,
+        }
+    }
+
+    fn of_dataflash(input: &[u8]) -> Layout {
+        use crate::dataflash::{Message, Sink, fmt::Role};
+        struct Fmts(Vec<(usize, usize)>);
+        impl Sink for Fmts {
+            fn message(&mut self, m: &Message<'_>) {
+                // `A3 95 80`, type, length, name[4], then the format characters up to a NUL.
+                if m.format.role == Role::Fmt && m.bytes.len() >= 25 {
+                    let chars = crate::dataflash::fmt::cut_at_nul(&m.bytes[9..25]).len();
+                    if chars > 0 {
+                        self.0.push((m.offset as usize + 9, chars));
+                    }
+                }
+            }
+        }
+        let mut fmts = Fmts(Vec::new());
+        crate::dataflash::scan(input, &mut fmts);
+        Layout {
+            ranges: vec![(0, input.len())],
+            header_spots: fmts.0,
+        }
+    }
 }
 
 /// Pick `count` non-overlapping runs inside the ranges, sorted, lengths from `len`.
@@ -176,26 +226,27 @@ fn runs(
 /// Damage `input` with `model`, deterministically for `seed`.
 pub fn damage(input: &[u8], model: Model, seed: u64) -> Damaged {
     let mut rng = Rng::new(seed);
-    let ranges = data_ranges(input);
+    let layout = Layout::of(input);
+    let ranges = &layout.ranges;
     let hi = input.len();
     let lo = ranges.first().map_or(0, |r| r.0);
     let mut edits: Vec<(usize, Edit, &'static str)> = Vec::new();
     match model {
         Model::DropRuns => {
             let count = rng.range(1, 6);
-            for (at, n) in runs(&mut rng, &ranges, count, |r| r.range(1, 65)) {
+            for (at, n) in runs(&mut rng, ranges, count, |r| r.range(1, 65)) {
                 edits.push((at, Edit::Remove(n), "drop"));
             }
         }
         Model::DropBytes => {
             let count = rng.range(3, 11);
-            for (at, _) in runs(&mut rng, &ranges, count, |_| 1) {
+            for (at, _) in runs(&mut rng, ranges, count, |_| 1) {
                 edits.push((at, Edit::Remove(1), "drop"));
             }
         }
         Model::LostBlocks => {
             let count = rng.range(1, 4);
-            for (at, _) in runs(&mut rng, &ranges, count, |_| 512) {
+            for (at, _) in runs(&mut rng, ranges, count, |_| 512) {
                 let block = at / 512 * 512;
                 if edits.iter().all(|(a, _, _)| *a != block) && block + 512 <= hi {
                     edits.push((block, Edit::Remove(512), "drop"));
@@ -203,12 +254,7 @@ pub fn damage(input: &[u8], model: Model, seed: u64) -> Damaged {
             }
         }
         Model::LongDropout => {
-            let sessions = blackbox::sessions(input);
-            if let Some(s) = sessions
-                .iter()
-                .max_by_key(|s| s.bounds.end - s.header.data_start as usize)
-            {
-                let (a, b) = (s.header.data_start as usize, s.bounds.end);
+            if let Some(&(a, b)) = ranges.iter().max_by_key(|(a, b)| b - a) {
                 let n = (b - a) * 2 / 5;
                 if n > 0 {
                     let at = rng.range(a + (b - a) / 10, b - n);
@@ -218,21 +264,21 @@ pub fn damage(input: &[u8], model: Model, seed: u64) -> Damaged {
         }
         Model::BitFlips => {
             let count = rng.range(3, 11);
-            for (at, _) in runs(&mut rng, &ranges, count, |_| 1) {
+            for (at, _) in runs(&mut rng, ranges, count, |_| 1) {
                 let flipped = input[at] ^ (1 << rng.range(0, 8));
                 edits.push((at, Edit::Replace(vec![flipped]), "flip"));
             }
         }
         Model::InsertGarbage => {
             let count = rng.range(1, 6);
-            for (at, n) in runs(&mut rng, &ranges, count, |r| r.range(1, 65)) {
+            for (at, n) in runs(&mut rng, ranges, count, |r| r.range(1, 65)) {
                 let garbage = (0..n).map(|_| rng.next() as u8).collect();
                 edits.push((at, Edit::Insert(garbage), "insert"));
             }
         }
         Model::ZeroRuns => {
             let count = rng.range(1, 6);
-            for (at, n) in runs(&mut rng, &ranges, count, |r| r.range(1, 513)) {
+            for (at, n) in runs(&mut rng, ranges, count, |r| r.range(1, 513)) {
                 edits.push((at, Edit::Replace(vec![0; n]), "zero"));
             }
         }
@@ -254,18 +300,10 @@ pub fn damage(input: &[u8], model: Model, seed: u64) -> Damaged {
             }
         }
         Model::HeaderLine => {
-            let sessions = blackbox::sessions(input);
-            let lines: Vec<_> = sessions
-                .iter()
-                .flat_map(|s| s.header.lines.iter())
-                .filter(|l| {
-                    !l.name.starts_with("Field") && l.name != "Product" && l.name != "Data version"
-                })
-                .collect();
-            if !lines.is_empty() {
-                let line = lines[rng.range(0, lines.len())];
-                let len = 2 + line.name.len() + 1 + line.value.len();
-                let at = line.offset as usize + rng.range(2, len);
+            let spots = &layout.header_spots;
+            if !spots.is_empty() {
+                let (start, len) = spots[rng.range(0, spots.len())];
+                let at = start + rng.range(0, len);
                 let garbage = (0..rng.range(1, 4))
                     .map(|_| (rng.next() as u8) | 0x80)
                     .collect();

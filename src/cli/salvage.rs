@@ -1,8 +1,9 @@
 //! `bbcheck salvage`: write the trusted frames of a damaged log as a clean log.
 
 use super::output::AtomicFile;
-use super::{EXIT_CLEAN, EXIT_DAMAGED, Error, read_input};
+use super::{Detected, EXIT_CLEAN, EXIT_DAMAGED, Error, LogFormat, detect, read_input};
 use crate::blackbox::{self, salvage::SalvagedSession};
+use crate::dataflash;
 use crate::report::CorruptSpan;
 use serde::Serialize;
 use std::io::{self, Write};
@@ -25,10 +26,26 @@ pub struct Args {
     /// Print a JSON summary of what was kept and dropped.
     #[arg(long)]
     json: bool,
-    /// Borrow the frame definitions from another log of the same firmware when the input's header
-    /// is missing or does not define the frames.
-    #[arg(long, value_name = "DONOR")]
+    /// Blackbox: borrow the frame definitions from another log of the same firmware when the
+    /// input's header is missing or does not define the frames.
+    #[arg(long, value_name = "DONOR", conflicts_with = "fmt_from")]
     header_from: Option<PathBuf>,
+    /// DataFlash: borrow the FMT definitions the input lost from another log of the same
+    /// firmware.
+    #[arg(long, value_name = "DONOR")]
+    fmt_from: Option<PathBuf>,
+    /// Read the input as this format instead of deciding from its content.
+    #[arg(long, value_enum, default_value_t)]
+    format: LogFormat,
+}
+
+/// The JSON summary of a salvaged DataFlash log.
+#[derive(Serialize)]
+struct DataflashSummary<'a> {
+    input: String,
+    output: String,
+    #[serde(flatten)]
+    salvaged: &'a dataflash::salvage::SalvageSummary,
 }
 
 /// The JSON summary.
@@ -73,13 +90,90 @@ fn same_file(a: &Path, b: &Path) -> bool {
     canonical(a).is_some_and(|x| Some(x) == canonical(b))
 }
 
+/// Refuse to write over the input.
+fn refuse_input(output: &Path, input: &Path) -> Result<(), Error> {
+    if same_file(output, input) {
+        return Err(Error::Usage(format!(
+            "{}: refusing to write the salvaged log over its input",
+            output.display()
+        )));
+    }
+    Ok(())
+}
+
 pub fn run(args: &Args) -> Result<u8, Error> {
     let input = read_input(&args.input)?;
+    let format = match (args.format, &args.fmt_from, &args.header_from) {
+        (LogFormat::Auto, Some(_), _) => LogFormat::Dataflash,
+        (LogFormat::Auto, _, Some(_)) => LogFormat::Blackbox,
+        (chosen, _, _) => chosen,
+    };
+    match detect(&args.input, &input, format)? {
+        Detected::Dataflash => run_dataflash(args, &input),
+        Detected::Blackbox => run_blackbox(args, &input),
+    }
+}
+
+fn run_dataflash(args: &Args, input: &[u8]) -> Result<u8, Error> {
+    let usage = |what: &str| {
+        Error::Usage(format!(
+            "{}: {what} applies to Blackbox logs; a DataFlash log is salvaged whole",
+            args.input.display()
+        ))
+    };
+    if args.session.is_some() {
+        return Err(usage("--session"));
+    }
+    if args.split {
+        return Err(usage("--split"));
+    }
+    if args.header_from.is_some() {
+        return Err(usage("--header-from"));
+    }
+    let formats = match &args.fmt_from {
+        Some(donor) => dataflash::salvage::donor_formats(&read_input(donor)?),
+        None => dataflash::fmt::Formats::new(),
+    };
+    refuse_input(&args.output, &args.input)?;
+    let name = args.input.display().to_string();
+    let (report, salvaged) = dataflash::salvage::salvage(&name, input, formats);
+    let mut file = AtomicFile::create(&args.output)?;
+    file.writer()
+        .write_all(&salvaged.bytes)
+        .map_err(|e| Error::io(&args.output, e))?;
+    file.commit()?;
+    if args.json {
+        let summary = DataflashSummary {
+            input: name,
+            output: args.output.display().to_string(),
+            salvaged: &salvaged.summary,
+        };
+        let stdout = io::stdout();
+        let mut out = stdout.lock();
+        serde_json::to_writer(&mut out, &summary)
+            .map_err(io::Error::from)
+            .and_then(|()| writeln!(out))
+            .map_err(|e| Error::io(Path::new("<stdout>"), e))?;
+    }
+    Ok(if report.is_clean() {
+        EXIT_CLEAN
+    } else {
+        EXIT_DAMAGED
+    })
+}
+
+fn run_blackbox(args: &Args, input: &[u8]) -> Result<u8, Error> {
+    if args.fmt_from.is_some() {
+        return Err(Error::Usage(format!(
+            "{}: --fmt-from applies to DataFlash logs",
+            args.input.display()
+        )));
+    }
     let name = args.input.display().to_string();
     let borrowed = match &args.header_from {
         Some(donor_path) => {
             let donor = read_input(donor_path)?;
-            let borrowed = blackbox::salvage::borrow_header(&input, &donor).map_err(|e| {
+            let borrowed = blackbox::salvage::borrow_header(input, &donor).map_err(|e| {
                 Error::Usage(format!(
                     "{}: header from {}: {e}",
                     args.input.display(),
@@ -88,7 +182,7 @@ pub fn run(args: &Args) -> Result<u8, Error> {
             })?;
             Some(borrowed)
         }
-        None if !blackbox::is_blackbox(&input) => {
+        None if !blackbox::is_blackbox(input) => {
             return Err(Error::NotALog {
                 path: args.input.clone(),
                 size: input.len() as u64,
@@ -96,7 +190,7 @@ pub fn run(args: &Args) -> Result<u8, Error> {
         }
         None => None,
     };
-    let data = borrowed.as_ref().map_or(&input[..], |b| &b.bytes[..]);
+    let data = borrowed.as_ref().map_or(input, |b| &b.bytes[..]);
     let to_input = |offset: u64| borrowed.as_ref().map_or(offset, |b| b.input_offset(offset));
     let (mut report, mut sessions) = blackbox::salvage::salvage(&name, data, args.session);
     for s in &mut sessions {
@@ -130,12 +224,7 @@ pub fn run(args: &Args) -> Result<u8, Error> {
         files.push((args.output.clone(), sessions));
     }
     for (path, _) in &files {
-        if same_file(path, &args.input) {
-            return Err(Error::Usage(format!(
-                "{}: refusing to write the salvaged log over its input",
-                path.display()
-            )));
-        }
+        refuse_input(path, &args.input)?;
     }
     let mut pending = Vec::new();
     let mut outputs = Vec::new();

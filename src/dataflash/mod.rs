@@ -12,6 +12,7 @@ pub mod jsonl;
 pub mod message;
 pub mod reader;
 pub mod report;
+pub mod salvage;
 
 pub use message::Message;
 pub use reader::{Rules, Scan, Sink, scan, scan_with};

@@ -14,11 +14,13 @@
 //! where another message starts (`A3 95` and a defined type), where the file ends, or where the
 //! erased-flash or zero tail starts. Otherwise the scan backtracks into it, one byte after its
 //! first, to try every candidate header inside, and the corrupt span starts where the garbled
-//! message started.
+//! message started. In a file copied in text mode (line feeds but not one carriage return in a
+//! long stretch), every message holding a line feed is refused: each may have been a carriage
+//! return.
 
 use super::fmt::{
-    FMT_TYPE, Format, FormatProblem, Formats, HEADER, HEADER_LEN, ProblemKind, Role,
-    definition_from_values, fmtu_from_values, mult_from_values, unit_from_values,
+    Format, FormatProblem, Formats, HEADER, HEADER_LEN, ProblemKind, Role, definition_from_values,
+    fmtu_from_values, mult_from_values, unit_from_values,
 };
 use super::message::{Fields, Message, decode_name};
 use crate::report::DamageReason;
@@ -196,6 +198,8 @@ struct Scanner<'a> {
     tail_start: usize,
     /// Why the bytes since the last accepted message were rejected.
     gap_reason: Option<DamageReason>,
+    /// The file was copied in text mode: no message holding a line feed can be trusted.
+    newline_converted: bool,
     formats: Formats,
     problems: Problems,
     messages: u64,
@@ -272,9 +276,10 @@ impl Scanner<'_> {
     }
 
     fn run<S: Sink>(mut self, sink: &mut S) -> Scan {
-        if let Some(fmt) = self.formats.get(FMT_TYPE) {
-            let name = fmt.name.clone();
-            self.reserve_name(&name);
+        // The table the scan starts from: FMT, and any definitions borrowed from a donor.
+        let names: Vec<String> = self.formats.iter().map(|f| f.name.clone()).collect();
+        for name in &names {
+            self.reserve_name(name);
         }
         let data = self.data;
         let len = data.len();
@@ -356,6 +361,11 @@ impl Scanner<'_> {
                     // Backtrack: a header may start inside the garbled message.
                     self.reject(DamageReason::FrameRejectedNextByte);
                     pos += 1;
+                    continue;
+                }
+                if self.newline_converted && memchr::memchr(b'\n', bytes).is_some() {
+                    self.reject(DamageReason::NewlineConverted);
+                    pos += message_len;
                     continue;
                 }
             }
@@ -440,6 +450,8 @@ pub fn scan_with<S: Sink>(data: &[u8], rules: Rules, formats: Formats, sink: &mu
         rules,
         tail_start,
         gap_reason: None,
+        newline_converted: rules == Rules::Thorough
+            && crate::blackbox::decoder::is_newline_converted(data),
         formats,
         problems: Problems::default(),
         messages: 0,

@@ -1,0 +1,339 @@
+//! Salvage: the trusted messages of a DataFlash log, in file order, as a clean log.
+//!
+//! Every message the thorough rules accept is copied byte for byte; nothing else is written, so a
+//! clean log salvages to its messages exactly. Each type's FMT comes before the type's first
+//! message: the input's own FMT when it was kept, or one written from the format table when the
+//! definition came from elsewhere (a donor log's, with `--fmt-from`, where the input's FMT was
+//! lost to damage).
+
+use super::fmt::{FMT_TYPE, FieldType, Format, Formats, HEADER, Role, definition_from_values};
+use super::message::Message;
+use super::reader::{Rules, Sink, scan_with};
+use super::report::{DataflashReport, Observer, build};
+use serde::Serialize;
+
+/// What a salvaged log holds and what was left out.
+#[derive(Debug, Clone, Serialize)]
+pub struct SalvageSummary {
+    /// Messages copied from the input.
+    pub messages_kept: u64,
+    /// Types whose FMT was written from the format table because the input's was lost or
+    /// borrowed from a donor log, by name.
+    pub formats_added: Vec<String>,
+    /// Messages left out because their type could not be defined in the output (a name or
+    /// format longer than the output's FMT layout holds).
+    pub messages_undefinable: u64,
+    /// Input byte spans left out, with where the output continues after each.
+    pub dropped: Vec<DroppedSpan>,
+}
+
+/// A span of the input that the output leaves out.
+#[derive(Debug, Clone, Serialize)]
+pub struct DroppedSpan {
+    pub input_start: u64,
+    pub input_end: u64,
+    pub reason: &'static str,
+    /// Where the output continues after the span.
+    pub output_offset: u64,
+}
+
+/// A salvaged log.
+#[derive(Debug, Clone)]
+pub struct Salvaged {
+    pub summary: SalvageSummary,
+    pub bytes: Vec<u8>,
+}
+
+/// A definition as the output declares it: what a message's type must match to be read alike.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Declared {
+    name: String,
+    format: String,
+    length: i64,
+}
+
+impl Declared {
+    fn of(format: &Format) -> Declared {
+        Declared {
+            name: format.name.clone(),
+            format: format.format.clone(),
+            length: format.declared_length,
+        }
+    }
+}
+
+/// Writes accepted messages, declaring each type before its first message.
+struct Writer {
+    out: Vec<u8>,
+    /// What the output has declared for each type byte.
+    declared: Vec<Option<Declared>>,
+    /// The FMT layout the output is read with at this point.
+    fmt_layout: Format,
+    /// Where the last copied message ended in the input.
+    input_end: Option<u64>,
+    /// (input offset, output offset) of each message that follows skipped input bytes.
+    anchors: Vec<(u64, u64)>,
+    summary: SalvageSummary,
+}
+
+impl Writer {
+    fn new() -> Writer {
+        let mut declared = vec![None; 256];
+        let fmt = Format::fmt();
+        declared[usize::from(FMT_TYPE)] = Some(Declared::of(&fmt));
+        Writer {
+            out: Vec::new(),
+            declared,
+            fmt_layout: fmt,
+            input_end: None,
+            anchors: Vec::new(),
+            summary: SalvageSummary {
+                messages_kept: 0,
+                formats_added: Vec::new(),
+                messages_undefinable: 0,
+                dropped: Vec::new(),
+            },
+        }
+    }
+
+    /// Note what a FMT message being copied declares.
+    fn note_definition(&mut self, message: &Message<'_>) {
+        let Some(definition) = definition_from_values(message.fields()) else {
+            return;
+        };
+        let Ok((format, _)) = Format::define(&definition, None) else {
+            return;
+        };
+        let Ok(type_id) = u8::try_from(definition.type_value) else {
+            return;
+        };
+        if type_id == FMT_TYPE && format.defines_formats() {
+            self.fmt_layout = format.clone();
+        }
+        self.declared[usize::from(type_id)] = Some(Declared::of(&format));
+    }
+}
+
+/// A FMT message defining `format`, in the FMT layout `layout`; `None` when a value does not fit.
+pub fn fmt_message(layout: &Format, format: &Format) -> Option<Vec<u8>> {
+    let columns = format.columns.join(",");
+    let mut out = Vec::with_capacity(layout.message_len()?);
+    out.extend_from_slice(&HEADER);
+    out.push(layout.type_id);
+    for (i, &field) in layout.fields.iter().enumerate() {
+        let integer = match i {
+            0 => Some(i128::from(format.type_id)),
+            1 => Some(i128::from(format.declared_length)),
+            _ => None,
+        };
+        match (field, integer) {
+            (f, Some(v)) if f.is_integer() => put_integer(&mut out, f, v)?,
+            (f, None) if f.is_text() => {
+                let text = match i {
+                    2 => format.name.as_bytes(),
+                    3 => format.format.as_bytes(),
+                    4 => columns.as_bytes(),
+                    _ => b"",
+                };
+                if text.len() > f.size() {
+                    return None;
+                }
+                out.extend_from_slice(text);
+                out.resize(out.len() + f.size() - text.len(), 0);
+            }
+            // Fields after the five a definition needs are left zero.
+            (f, _) if i >= 5 => out.resize(out.len() + f.size(), 0),
+            _ => return None,
+        }
+    }
+    (Some(out.len()) == layout.message_len()).then_some(out)
+}
+
+/// Append `value` as the little-endian integer field `field`, if it fits.
+fn put_integer(out: &mut Vec<u8>, field: FieldType, value: i128) -> Option<()> {
+    let size = field.size();
+    let signed = matches!(
+        field,
+        FieldType::I8
+            | FieldType::I16
+            | FieldType::I32
+            | FieldType::I64
+            | FieldType::I16Centi
+            | FieldType::I32Centi
+            | FieldType::LatLon
+    );
+    let bits = 8 * size as u32;
+    let fits = if signed {
+        let half = 1i128 << (bits - 1);
+        (-half..half).contains(&value)
+    } else {
+        value >= 0 && value < (1i128 << bits)
+    };
+    if !fits {
+        return None;
+    }
+    out.extend_from_slice(&value.to_le_bytes()[..size]);
+    Some(())
+}
+
+impl Sink for Writer {
+    fn message(&mut self, message: &Message<'_>) {
+        let format = message.format;
+        let type_slot = usize::from(format.type_id);
+        let wanted = Declared::of(format);
+        if self.declared[type_slot].as_ref() != Some(&wanted) {
+            match fmt_message(&self.fmt_layout, format) {
+                Some(fmt) => {
+                    self.out.extend_from_slice(&fmt);
+                    self.summary.formats_added.push(format.name.clone());
+                    self.declared[type_slot] = Some(wanted);
+                }
+                None => {
+                    self.summary.messages_undefinable += 1;
+                    return;
+                }
+            }
+        }
+        if self.input_end != Some(message.offset) {
+            self.anchors.push((message.offset, self.out.len() as u64));
+        }
+        self.input_end = Some(message.offset + message.bytes.len() as u64);
+        self.out.extend_from_slice(message.bytes);
+        self.summary.messages_kept += 1;
+        if format.role == Role::Fmt && format.defines_formats() {
+            self.note_definition(message);
+        }
+    }
+}
+
+/// Salvage `data`: its trusted messages as a clean log, and the report of what the input held.
+/// `formats` is the table the scan starts from: FMT alone, or definitions borrowed from a donor.
+pub fn salvage(path: &str, data: &[u8], formats: Formats) -> (DataflashReport, Salvaged) {
+    let mut writer = Writer::new();
+    let mut observer = Observer::default();
+    let scan = scan_with(
+        data,
+        Rules::Thorough,
+        formats,
+        &mut (&mut observer, &mut writer),
+    );
+    let report = build(path, data, scan, observer);
+    let end = writer.out.len() as u64;
+    let mut summary = writer.summary;
+    summary.dropped = report
+        .file
+        .corrupt_spans
+        .iter()
+        .map(|span| DroppedSpan {
+            input_start: span.start,
+            input_end: span.end,
+            reason: span.reason.as_str(),
+            output_offset: writer
+                .anchors
+                .iter()
+                .find(|&&(input, _)| input >= span.end)
+                .map_or(end, |&(_, output)| output),
+        })
+        .collect();
+    (
+        report,
+        Salvaged {
+            summary,
+            bytes: writer.out,
+        },
+    )
+}
+
+/// The format table a donor log defines by its end, to start a scan from with `--fmt-from`.
+pub fn donor_formats(donor: &[u8]) -> Formats {
+    scan_with(
+        donor,
+        Rules::Thorough,
+        Formats::new(),
+        &mut super::reader::Discard,
+    )
+    .formats
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fmt(type_id: u8, length: u8, name: &str, format: &str, columns: &str) -> Vec<u8> {
+        let mut m = vec![0xA3, 0x95, 0x80, type_id, length];
+        for (text, size) in [(name, 4), (format, 16), (columns, 64)] {
+            let mut field = text.as_bytes().to_vec();
+            field.resize(size, 0);
+            m.extend_from_slice(&field);
+        }
+        m
+    }
+
+    fn message(type_id: u8, body: &[u8]) -> Vec<u8> {
+        let mut m = vec![0xA3, 0x95, type_id];
+        m.extend_from_slice(body);
+        m
+    }
+
+    fn log() -> Vec<u8> {
+        let mut log = fmt(0x40, 11, "TST", "Q", "TimeUS");
+        log.extend(fmt(0x41, 7, "TWO", "I", "Value"));
+        for t in 0..20u64 {
+            log.extend(message(0x40, &(1000 + t).to_le_bytes()));
+            log.extend(message(0x41, &(t as u32).to_le_bytes()));
+        }
+        log
+    }
+
+    #[test]
+    fn a_clean_log_salvages_to_its_messages() {
+        let mut input = log();
+        let messages = input.clone();
+        input.extend([0xFF; 300]);
+        let (report, salvaged) = salvage("t", &input, Formats::new());
+        assert!(report.is_clean());
+        assert_eq!(salvaged.bytes, messages);
+        assert!(salvaged.summary.formats_added.is_empty());
+        assert!(salvaged.summary.dropped.is_empty());
+    }
+
+    #[test]
+    fn a_lost_fmt_is_written_again_before_the_first_message() {
+        // The first FMT is garbled; a FMT for the type later in the file defines it.
+        let mut input = log();
+        input[10] = b'x';
+        input.extend(fmt(0x40, 11, "TST", "Q", "TimeUS"));
+        input.extend(message(0x40, &5000u64.to_le_bytes()));
+        let (_, salvaged) = salvage("t", &input, Formats::new());
+        assert!(
+            salvaged.summary.formats_added.is_empty(),
+            "no definition yet"
+        );
+        // From a donor's table, the type is defined from the start.
+        let donor = donor_formats(&log());
+        let (report, salvaged) = salvage("t", &input, donor);
+        assert_eq!(salvaged.summary.formats_added, ["TST"]);
+        let (again, resalvaged) = salvage("t", &salvaged.bytes, Formats::new());
+        assert!(again.is_clean(), "{:?}", again.file.corrupt_spans);
+        assert_eq!(resalvaged.bytes, salvaged.bytes, "idempotent");
+        assert_eq!(
+            again.dataflash.counts["TST"],
+            report.dataflash.counts["TST"]
+        );
+        assert_eq!(again.dataflash.counts["TST"], 21);
+        assert_eq!(salvaged.summary.dropped.len(), 1);
+        assert_eq!(salvaged.summary.dropped[0].input_start, 0);
+    }
+
+    #[test]
+    fn fmt_messages_round_trip_through_the_table() {
+        let bytes = fmt(0x41, 7, "TWO", "I", "Value");
+        let formats = donor_formats(&bytes);
+        let two = formats.get(0x41).unwrap();
+        assert_eq!(fmt_message(&Format::fmt(), two).unwrap(), bytes);
+        // A name longer than the layout's 4 characters cannot be written.
+        let mut long = two.clone();
+        long.name = "TOOLONG".into();
+        assert!(fmt_message(&Format::fmt(), &long).is_none());
+    }
+}
