@@ -1,5 +1,5 @@
-//! `bbcheck check` and `bbcheck export` on DataFlash logs: format detection, exit codes, spans,
-//! raw values, and inputs that must neither crash nor hang.
+//! `bbcheck check`, `export` and `salvage` on DataFlash logs: format detection, exit codes, spans,
+//! raw values, salvaged output, and inputs that must neither crash nor hang.
 
 mod common;
 
@@ -599,5 +599,151 @@ fn damaged_logs_never_panic_and_keep_every_message_before_the_damage() {
                 }
             }
         }
+    }
+}
+
+fn salvage(args: &[&str]) -> (Option<i32>, Value, String) {
+    let mut all = vec!["salvage", "--json"];
+    all.extend_from_slice(args);
+    let out = bbcheck(&all);
+    let summary = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (
+        out.status.code(),
+        summary,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn salvage_keeps_the_trusted_messages_and_rechecks_clean() {
+    let dir = temp_dir("salvage");
+    let mut log = clean_log();
+    // Drop a byte inside the tenth attitude message and insert garbage after the fiftieth.
+    let att_len = att(0, 0).len();
+    let first_att = header().len() + 3 + 8 + 64;
+    let dropped_at = first_att + 9 * att_len + 5;
+    log.remove(dropped_at);
+    let inserted_at = first_att + 50 * att_len - 1;
+    log.splice(inserted_at..inserted_at, [0x55u8; 7]);
+    let input = write(&dir, "damaged.bin", &log);
+    let output = dir.join("salvaged.bin");
+    let (code, summary, stderr) =
+        salvage(&[input.to_str().unwrap(), "-o", output.to_str().unwrap()]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(
+        std::fs::read(&input).unwrap(),
+        log,
+        "the input is never modified"
+    );
+    // The message with the dropped byte and the one before the garbage are left out.
+    assert_eq!(summary["messages_kept"], 3 + 98);
+    let dropped = summary["dropped"].as_array().unwrap();
+    assert_eq!(dropped.len(), 2, "{summary}");
+    assert_eq!(dropped[0]["input_start"], first_att + 9 * att_len);
+    assert_eq!(dropped[0]["output_offset"], first_att + 9 * att_len);
+    assert_eq!(dropped[1]["output_offset"], first_att + 48 * att_len);
+    let (code, report) = check_json(&output);
+    assert_eq!(code, Some(0), "{report}");
+    assert_eq!(report["dataflash"]["counts"]["ATT"], 98);
+}
+
+#[test]
+fn salvage_refuses_to_overwrite_its_input_and_leaves_no_partial_output() {
+    let dir = temp_dir("salvage-refuse");
+    let log = clean_log();
+    let input = write(&dir, "log.bin", &log);
+    let (code, _, stderr) = salvage(&[input.to_str().unwrap(), "-o", input.to_str().unwrap()]);
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("refusing"), "{stderr}");
+    assert_eq!(std::fs::read(&input).unwrap(), log);
+    // Options that only apply to Blackbox logs are refused, and nothing is written.
+    let output = dir.join("out.bin");
+    for extra in [&["--session", "1"][..], &["--split"]] {
+        let mut args = vec![input.to_str().unwrap(), "-o", output.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let (code, _, stderr) = salvage(&args);
+        assert_eq!(code, Some(2), "{extra:?}");
+        assert!(stderr.contains("salvaged whole"), "{stderr}");
+        assert!(!output.exists());
+    }
+    // An unreadable donor is an error, and nothing is written.
+    let missing = dir.join("missing.bin");
+    let (code, _, _) = salvage(&[
+        input.to_str().unwrap(),
+        "-o",
+        output.to_str().unwrap(),
+        "--fmt-from",
+        missing.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(2));
+    assert!(!output.exists());
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        1,
+        "no temporary file left"
+    );
+}
+
+#[test]
+fn salvage_borrows_lost_formats_from_a_donor() {
+    let dir = temp_dir("salvage-donor");
+    let donor = write(&dir, "donor.bin", &clean_log());
+    // The ATT FMT is garbled: its format characters are no longer valid.
+    let mut log = clean_log();
+    log[9] = 0xC3;
+    let input = write(&dir, "lost-fmt.bin", &log);
+    let output = dir.join("salvaged.bin");
+    let (code, summary, _) = salvage(&[input.to_str().unwrap(), "-o", output.to_str().unwrap()]);
+    assert_eq!(code, Some(1));
+    assert_eq!(summary["formats_added"], serde_json::json!([]));
+    let (_, report) = check_json(&output);
+    assert!(report["dataflash"]["counts"]["ATT"].is_null(), "{report}");
+    let (code, summary, stderr) = salvage(&[
+        input.to_str().unwrap(),
+        "-o",
+        output.to_str().unwrap(),
+        "--fmt-from",
+        donor.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(summary["formats_added"], serde_json::json!(["ATT"]));
+    let (code, report) = check_json(&output);
+    assert_eq!(code, Some(0), "{report}");
+    assert_eq!(report["dataflash"]["counts"]["ATT"], 100);
+    // The output starts with the borrowed definition, before the first ATT message.
+    let salvaged = std::fs::read(&output).unwrap();
+    let att_fmt = fmt(0x40, 19, "ATT", "QccL", "TimeUS,Roll,Pitch,Lat");
+    let at = salvaged.windows(att_fmt.len()).position(|w| w == att_fmt);
+    let first_att = salvaged.windows(3).position(|w| w == [0xA3, 0x95, 0x40]);
+    assert!(at.is_some() && at < first_att, "{at:?} {first_att:?}");
+}
+
+#[test]
+fn salvage_of_every_real_log_is_its_messages() {
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
+    let dir = temp_dir("salvage-corpus");
+    for entry in std::fs::read_dir(corpus.join("real/ardupilot")).unwrap() {
+        let input = entry.unwrap().path();
+        let data = std::fs::read(&input).unwrap();
+        let output = dir.join("out.bin");
+        let (code, summary, stderr) =
+            salvage(&[input.to_str().unwrap(), "-o", output.to_str().unwrap()]);
+        assert!(matches!(code, Some(0 | 1)), "{}: {stderr}", input.display());
+        let end = summary["dropped"]
+            .as_array()
+            .unwrap()
+            .first()
+            .map_or(data.len() as u64, |d| d["input_start"].as_u64().unwrap());
+        // Clean logs come out byte for byte; a truncated one up to its last whole message.
+        assert_eq!(
+            std::fs::read(&output).unwrap(),
+            data[..end as usize],
+            "{}",
+            input.display()
+        );
+        let (code, _) = check_json(&output);
+        assert_eq!(code, Some(0), "{}", input.display());
     }
 }
