@@ -1,0 +1,114 @@
+//! pymavlink, the reference Python reader, as an independent oracle for DataFlash salvage: it reads
+//! every salvaged output of every real log and of damaged copies of them (one seed per damage
+//! model) without skipping a byte, and counts the same messages per type as `bbcheck check`.
+//!
+//! The reader runs from `BBCHECK_PYTHON`, or `.venv/bin/python` in the project (which `.ci/run`
+//! sets up: `python3 -m venv .venv && .venv/bin/pip install pymavlink==2.4.50`). Without it the
+//! test is skipped, except under CI (`CI=true`), where it fails.
+
+mod common;
+
+use bbcheck::damage::{Model, damage};
+use bbcheck::dataflash::{self, fmt::Formats};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::Command;
+
+/// A Python that imports pymavlink, if there is one.
+fn python() -> Option<PathBuf> {
+    let python = std::env::var_os("BBCHECK_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python"));
+    let works = Command::new(&python)
+        .args(["-c", "import pymavlink.DFReader"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if works {
+        return Some(python);
+    }
+    let message = format!(
+        "no Python with pymavlink at {} (set BBCHECK_PYTHON)",
+        python.display()
+    );
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{message}");
+    }
+    eprintln!("SKIPPED: {message}");
+    None
+}
+
+#[test]
+fn pymavlink_reads_every_salvaged_log_whole() {
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
+    let Some(python) = python() else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("bbcheck-oracle-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    // Salvage every real log and one damaged copy per model; remember what check counts.
+    let mut expected = Vec::new();
+    let mut paths: Vec<_> = std::fs::read_dir(corpus.join("real/ardupilot"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    paths.sort();
+    for (i, path) in paths.iter().enumerate() {
+        let data = std::fs::read(path).unwrap();
+        let mut inputs = vec![("real".to_owned(), data.clone())];
+        for model in Model::ALL {
+            inputs.push((model.name().to_owned(), damage(&data, model, 1).data));
+        }
+        for (case, input) in inputs {
+            let (_, salvaged) = dataflash::salvage::salvage("oracle", &input, Formats::new());
+            let report = dataflash::check("oracle", &salvaged.bytes);
+            assert!(report.is_clean(), "{}: {case}", path.display());
+            let out = dir.join(format!("{i}-{case}.bin"));
+            std::fs::write(&out, &salvaged.bytes).unwrap();
+            let name = format!("{} ({case})", path.file_name().unwrap().to_string_lossy());
+            expected.push((out, name, report.dataflash.counts));
+        }
+    }
+    let output = Command::new(&python)
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/oracle/pymavlink_read.py"
+        ))
+        .args(expected.iter().map(|(p, _, _)| p))
+        .output()
+        .expect("python runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let lines: Vec<Value> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), expected.len());
+    let mut failures = Vec::new();
+    for ((_, name, counts), read) in expected.iter().zip(&lines) {
+        let theirs: std::collections::BTreeMap<String, u64> =
+            serde_json::from_value(read["counts"].clone()).unwrap();
+        if &theirs != counts {
+            failures.push(format!("{name}: pymavlink counts {theirs:?}, ours {counts:?}"));
+        }
+        if read["skipped"] != 0 || read["trailing"] != 0 {
+            failures.push(format!(
+                "{name}: pymavlink skipped {} bytes, {} left after the last message",
+                read["skipped"], read["trailing"]
+            ));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    println!(
+        "pymavlink read {} salvaged logs ({} messages)",
+        lines.len(),
+        lines.iter().map(|l| l["messages"].as_u64().unwrap()).sum::<u64>()
+    );
+    assert!(failures.is_empty(), "{failures:#?}");
+}
