@@ -474,21 +474,6 @@ fn the_format_is_detected_or_forced() {
     assert_eq!(out.status.code(), Some(1));
 }
 
-#[test]
-fn csv_export_is_refused_for_dataflash() {
-    let dir = temp_dir("csv");
-    let df = write(&dir, "log.bin", &clean_log());
-    let out = bbcheck(&[
-        "export",
-        "--csv",
-        "-o",
-        dir.to_str().unwrap(),
-        df.to_str().unwrap(),
-    ]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--jsonl"));
-}
-
 /// Offsets of the accepted messages.
 struct Offsets(Vec<u64>);
 
@@ -746,4 +731,82 @@ fn salvage_of_every_real_log_is_its_messages() {
         let (code, _) = check_json(&output);
         assert_eq!(code, Some(0), "{}", input.display());
     }
+}
+
+#[test]
+fn csv_export_writes_one_table_per_type_with_units_in_the_headings() {
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
+    let input = corpus.join("real/ardupilot/ardupilot-copter-3.6.4-log-diagnosis-sample.bin");
+    let dir = temp_dir("csv-tables");
+    let out = bbcheck(&[
+        "export",
+        "--csv",
+        "-o",
+        dir.to_str().unwrap(),
+        input.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (_, report) = check_json(&input);
+    let counts = report["dataflash"]["counts"].as_object().unwrap();
+    let tables: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(
+        tables.len(),
+        counts.len(),
+        "one file per type, no temporary file left"
+    );
+    for (name, count) in counts {
+        let path = dir.join(format!(
+            "ardupilot-copter-3.6.4-log-diagnosis-sample.{name}.csv"
+        ));
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            text.lines().count() as u64,
+            1 + count.as_u64().unwrap(),
+            "{name}"
+        );
+    }
+    let att =
+        std::fs::read_to_string(dir.join("ardupilot-copter-3.6.4-log-diagnosis-sample.ATT.csv"))
+            .unwrap();
+    let heading = att.lines().next().unwrap();
+    assert!(
+        heading.starts_with("TimeUS [1e-6 s],DesRoll [0.01 deg],Roll [0.01 deg]"),
+        "{heading}"
+    );
+    // Raw stored values: the first attitude row as the JSON Lines export has it.
+    let jsonl = bbcheck(&["export", "--jsonl", input.to_str().unwrap()]);
+    let first_att = String::from_utf8(jsonl.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|r| r["name"] == "ATT")
+        .unwrap();
+    let row: Vec<String> = first_att["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(Value::to_string)
+        .collect();
+    assert_eq!(att.lines().nth(1).unwrap(), row.join(","));
+    // A directory that does not exist: an error, and nothing written.
+    let missing = dir.join("missing");
+    let out = bbcheck(&[
+        "export",
+        "--csv",
+        "-o",
+        missing.to_str().unwrap(),
+        input.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!missing.exists());
 }

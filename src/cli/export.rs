@@ -20,7 +20,9 @@ pub struct Args {
     /// JSON Lines on standard output: a session record, then one record per frame and event.
     #[arg(long)]
     jsonl: bool,
-    /// One CSV file per session, `<stem>.NN.csv`: main frames with the slow-frame fields appended.
+    /// CSV files: for Blackbox one per session, `<stem>.NN.csv` (main frames with the slow-frame
+    /// fields appended); for DataFlash one per message type, `<stem>.<NAME>.csv` (units in the
+    /// headings).
     #[arg(long)]
     csv: bool,
     /// Directory for CSV files (default: the input's directory).
@@ -31,17 +33,61 @@ pub struct Args {
     log_format: LogFormat,
 }
 
-/// Export a DataFlash log (JSON Lines only).
+/// Where CSV files go, and the stem their names start with.
+fn csv_destination(args: &Args) -> (PathBuf, String) {
+    let dir = match &args.output_dir {
+        Some(dir) => dir.clone(),
+        None => args
+            .file
+            .parent()
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
+    };
+    let stem = args
+        .file
+        .file_stem()
+        .map_or_else(|| "log".into(), |s| s.to_string_lossy().into_owned());
+    (dir, stem)
+}
+
+/// Export a DataFlash log.
 fn run_dataflash(args: &Args, data: &[u8]) -> Result<u8, Error> {
-    if !args.jsonl {
-        return Err(Error::Usage(
-            "CSV export is for Blackbox logs; export DataFlash logs with --jsonl".into(),
-        ));
-    }
     let name = args.file.display().to_string();
-    let stdout = io::stdout();
-    let report = crate::dataflash::jsonl::write_jsonl(&name, data, stdout.lock())
-        .map_err(|e| Error::io(Path::new("<stdout>"), e))?;
+    let report = if args.jsonl {
+        let stdout = io::stdout();
+        crate::dataflash::jsonl::write_jsonl(&name, data, stdout.lock())
+            .map_err(|e| Error::io(Path::new("<stdout>"), e))?
+    } else {
+        let (dir, stem) = csv_destination(args);
+        // The first error creating a file, with its path.
+        let mut failed: Option<Error> = None;
+        let result = crate::dataflash::csv::write_csv(&name, data, |table| {
+            // Type names are printable ASCII; keep only what is safe in a file name.
+            let table: String = table
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '.' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect();
+            let path = dir.join(format!("{stem}.{table}.csv"));
+            AtomicFile::create(&path).map_err(|e| {
+                failed = Some(e);
+                io::Error::other("cannot create a CSV file")
+            })
+        });
+        let (report, files) = match (result, failed) {
+            (_, Some(e)) => return Err(e),
+            (Err(e), None) => return Err(Error::io(&dir, e)),
+            (Ok(done), None) => done,
+        };
+        for file in files {
+            file.commit()?;
+        }
+        report
+    };
     Ok(if report.is_clean() {
         EXIT_CLEAN
     } else {
@@ -65,17 +111,7 @@ pub fn run(args: &Args) -> Result<u8, Error> {
         let stdout = io::stdout();
         write_jsonl(&name, &data, stdout.lock()).map_err(|e| Error::io(Path::new("<stdout>"), e))?
     } else {
-        let dir = match &args.output_dir {
-            Some(dir) => dir.clone(),
-            None => args
-                .file
-                .parent()
-                .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
-        };
-        let stem = args
-            .file
-            .file_stem()
-            .map_or_else(|| "log".into(), |s| s.to_string_lossy().into_owned());
+        let (dir, stem) = csv_destination(args);
         let mut sink = CsvSink {
             dir,
             stem,

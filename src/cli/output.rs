@@ -3,7 +3,7 @@
 
 use super::Error;
 use std::fs::File;
-use std::io::BufWriter;
+use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 /// A file being written; it replaces `path` only when [`AtomicFile::commit`] is called.
@@ -41,6 +41,20 @@ impl AtomicFile {
             .map_err(|e| Error::io(&self.temp, e.into_error()))?;
         file.sync_all().map_err(|e| Error::io(&self.temp, e))?;
         std::fs::rename(&self.temp, &self.path).map_err(|e| Error::io(&self.path, e))
+    }
+}
+
+impl Write for AtomicFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.writer().write(buf)
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.writer().write_all(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.writer().flush()
     }
 }
 

@@ -7,6 +7,7 @@
 //! decides which messages are accepted (pymavlink's sequential rules), [`report`] turns a scan into
 //! the shared report, and [`jsonl`] exports it.
 
+pub mod csv;
 pub mod fmt;
 pub mod jsonl;
 pub mod message;

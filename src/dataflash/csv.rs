@@ -1,0 +1,294 @@
+//! Export as CSV: one table per message type, raw stored values, and the unit of each column in
+//! its heading as FMTU names it.
+//!
+//! A heading is the column name, then in brackets what one raw step is worth when FMTU gives the
+//! column a unit: `TimeUS [1e-06 s]`, `Roll [0.01 deg]`, `Alt [m]` (multiplier 1 or none), or the
+//! bare name. Values are written as stored (no scaling), like the JSON Lines export: integers,
+//! floats in their shortest exact form (`NaN`, `inf`), text cut at the first NUL (quoted when it
+//! holds a comma, quote or line break), and `a` arrays as `[v,v,…]`.
+
+use super::fmt::{Format, Formats};
+use super::message::{Message, Text, Value, int16_array};
+use super::reader::{Discard, Rules, Sink, scan_with};
+use super::report::{DataflashReport, Observer, build};
+use std::io::{self, Write};
+
+/// The heading of each column of `format`, with its unit as the table's FMTU names it.
+pub fn headings(formats: &Formats, format: &Format) -> Vec<String> {
+    let units = formats.column_units(format);
+    let multipliers = formats.column_multipliers(format);
+    format
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(i, column)| {
+            let unit = units.as_ref().and_then(|u| u.get(i)).map(String::as_str);
+            let multiplier = multipliers
+                .as_ref()
+                .and_then(|m| m.get(i).copied().flatten());
+            match (unit, multiplier) {
+                (Some(""), _) => column.clone(),
+                (Some(unit), Some(m)) if m != 1.0 && m != 0.0 => format!("{column} [{m:e} {unit}]")
+                    .replace("1e-2 ", "0.01 ")
+                    .replace("1e-1 ", "0.1 "),
+                (Some(unit), _) => format!("{column} [{unit}]"),
+                (None, _) => column.clone(),
+            }
+        })
+        .collect()
+}
+
+/// Write `text` as one CSV field, quoted when it must be.
+fn write_text(out: &mut impl Write, text: &str) -> io::Result<()> {
+    if text.contains([',', '"', '\n', '\r']) {
+        write!(out, "\"{}\"", text.replace('"', "\"\""))
+    } else {
+        out.write_all(text.as_bytes())
+    }
+}
+
+/// Write one value as a CSV field.
+fn write_value(out: &mut impl Write, value: Value<'_>) -> io::Result<()> {
+    let mut digits = itoa::Buffer::new();
+    match value {
+        Value::Signed(v) => out.write_all(digits.format(v).as_bytes()),
+        Value::Unsigned(v) => out.write_all(digits.format(v).as_bytes()),
+        Value::F32(v) => write!(out, "{v}"),
+        Value::F64(v) => write!(out, "{v}"),
+        Value::Text(bytes) => write_text(out, &Text::new(bytes).to_string()),
+        Value::Int16Array(bytes) => {
+            out.write_all(b"\"[")?;
+            for (i, v) in int16_array(bytes).enumerate() {
+                if i > 0 {
+                    out.write_all(b",")?;
+                }
+                out.write_all(digits.format(v).as_bytes())?;
+            }
+            out.write_all(b"]\"")
+        }
+    }
+}
+
+/// One table being written.
+struct Table<W> {
+    /// The message type's name, format characters and columns: a type redefined with another
+    /// layout gets a table of its own.
+    key: (String, String, Vec<String>),
+    out: W,
+}
+
+/// Writes every accepted message into its type's table; keeps the first error.
+struct CsvSink<'f, W, F> {
+    /// The format table at the end of the file: the units of every type.
+    formats: &'f Formats,
+    create: F,
+    /// Tables by type byte, and all of them.
+    current: Vec<Option<usize>>,
+    tables: Vec<Table<W>>,
+    observer: Observer,
+    error: Option<io::Error>,
+}
+
+impl<W: Write, F: FnMut(&str) -> io::Result<W>> CsvSink<'_, W, F> {
+    /// The table for `format`, created (with its heading row) on first use.
+    fn table(&mut self, format: &Format) -> io::Result<usize> {
+        let slot = usize::from(format.type_id);
+        let key = (
+            format.name.clone(),
+            format.format.clone(),
+            format.columns.clone(),
+        );
+        if let Some(i) = self.current[slot]
+            && self.tables[i].key == key
+        {
+            return Ok(i);
+        }
+        let index = match self.tables.iter().position(|t| t.key == key) {
+            Some(i) => i,
+            None => {
+                let same_name = self.tables.iter().filter(|t| t.key.0 == key.0).count();
+                let name = if same_name == 0 {
+                    key.0.clone()
+                } else {
+                    format!("{}.{}", key.0, same_name + 1)
+                };
+                let mut out = (self.create)(&name)?;
+                let units = self
+                    .formats
+                    .iter()
+                    .find(|f| f.name == format.name && f.format == format.format)
+                    .map_or_else(|| format.columns.clone(), |f| headings(self.formats, f));
+                for (i, heading) in units.iter().enumerate() {
+                    if i > 0 {
+                        out.write_all(b",")?;
+                    }
+                    write_text(&mut out, heading)?;
+                }
+                out.write_all(b"\n")?;
+                self.tables.push(Table { key, out });
+                self.tables.len() - 1
+            }
+        };
+        self.current[slot] = Some(index);
+        Ok(index)
+    }
+
+    fn row(&mut self, message: &Message<'_>) -> io::Result<()> {
+        let index = self.table(message.format)?;
+        let out = &mut self.tables[index].out;
+        for (i, value) in message.fields().enumerate() {
+            if i > 0 {
+                out.write_all(b",")?;
+            }
+            write_value(out, value)?;
+        }
+        out.write_all(b"\n")
+    }
+}
+
+impl<W: Write, F: FnMut(&str) -> io::Result<W>> Sink for CsvSink<'_, W, F> {
+    fn message(&mut self, message: &Message<'_>) {
+        self.observer.message(message);
+        if self.error.is_none()
+            && let Err(e) = self.row(message)
+        {
+            self.error = Some(e);
+        }
+    }
+}
+
+/// Decode `data` by the thorough rules and write one CSV table per message type, each to a writer
+/// `create` opens for the type's name (`NAME`, or `NAME.2`… for a type redefined with another
+/// layout). Returns the `check` report and the writers, in the order they were opened.
+pub fn write_csv<W: Write>(
+    path: &str,
+    data: &[u8],
+    create: impl FnMut(&str) -> io::Result<W>,
+) -> io::Result<(DataflashReport, Vec<W>)> {
+    // The units as the end of the file defines them: a first pass reads only the headers.
+    let first = scan_with(data, Rules::Thorough, Formats::new(), &mut Discard);
+    let mut sink = CsvSink {
+        formats: &first.formats,
+        create,
+        current: vec![None; 256],
+        tables: Vec::new(),
+        observer: Observer::default(),
+        error: None,
+    };
+    let scan = scan_with(data, Rules::Thorough, Formats::new(), &mut sink);
+    if let Some(e) = sink.error {
+        return Err(e);
+    }
+    let report = build(path, data, scan, sink.observer);
+    let mut writers = Vec::with_capacity(sink.tables.len());
+    for mut table in sink.tables {
+        table.out.flush()?;
+        writers.push(table.out);
+    }
+    Ok((report, writers))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fmt(type_id: u8, length: u8, name: &str, format: &str, columns: &str) -> Vec<u8> {
+        let mut m = vec![0xA3, 0x95, 0x80, type_id, length];
+        for (text, size) in [(name, 4), (format, 16), (columns, 64)] {
+            let mut field = text.as_bytes().to_vec();
+            field.resize(size, 0);
+            m.extend_from_slice(&field);
+        }
+        m
+    }
+
+    fn message(type_id: u8, body: &[u8]) -> Vec<u8> {
+        let mut m = vec![0xA3, 0x95, type_id];
+        m.extend_from_slice(body);
+        m
+    }
+
+    fn text(s: &str, size: usize) -> Vec<u8> {
+        let mut field = s.as_bytes().to_vec();
+        field.resize(size, 0);
+        field
+    }
+
+    /// Tables by name, as text.
+    fn export(data: &[u8]) -> Vec<(String, String)> {
+        let mut names = Vec::new();
+        let (_, writers) = write_csv("t", data, |name| {
+            names.push(name.to_owned());
+            Ok(Vec::new())
+        })
+        .unwrap();
+        names
+            .into_iter()
+            .zip(writers)
+            .map(|(n, w)| (n, String::from_utf8(w).unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn headings_carry_the_units_fmtu_names() {
+        let mut log = fmt(0x40, 13, "ATT", "Qc", "TimeUS,Roll");
+        log.extend(fmt(0x41, 16, "UNIT", "Qbn", "TimeUS,Id,Label"));
+        log.extend(fmt(
+            0x42,
+            44,
+            "FMTU",
+            "QBNN",
+            "TimeUS,FmtType,UnitIds,MultIds",
+        ));
+        for (id, label) in [(b's', "s"), (b'd', "deg")] {
+            let mut body = 0u64.to_le_bytes().to_vec();
+            body.push(id);
+            body.extend(text(label, 4));
+            log.extend(message(0x41, &body));
+        }
+        let mut mult = fmt(0x44, 20, "MULT", "Qbd", "TimeUS,Id,Mult");
+        for (id, value) in [(b'F', 1e-6f64), (b'B', 1e-2)] {
+            let mut body = 0u64.to_le_bytes().to_vec();
+            body.push(id);
+            body.extend(value.to_le_bytes());
+            mult.extend(message(0x44, &body));
+        }
+        log.extend(mult);
+        let mut body = 0u64.to_le_bytes().to_vec();
+        body.push(0x40);
+        body.extend(text("sd", 16));
+        body.extend(text("FB", 16));
+        log.extend(message(0x42, &body));
+        for (t, roll) in [(1000u64, -150i16), (2000, 275)] {
+            let mut body = t.to_le_bytes().to_vec();
+            body.extend(roll.to_le_bytes());
+            log.extend(message(0x40, &body));
+        }
+        let tables = export(&log);
+        let att = &tables.iter().find(|(n, _)| n == "ATT").unwrap().1;
+        assert_eq!(
+            att,
+            "TimeUS [1e-6 s],Roll [0.01 deg]\n1000,-150\n2000,275\n"
+        );
+        let unit = &tables.iter().find(|(n, _)| n == "UNIT").unwrap().1;
+        assert_eq!(unit, "TimeUS,Id,Label\n0,115,s\n0,100,deg\n");
+    }
+
+    #[test]
+    fn text_is_quoted_when_it_must_be_and_redefined_types_get_their_own_table() {
+        let mut log = fmt(0x40, 75, "MSG", "QZ", "TimeUS,Message");
+        let mut body = 5u64.to_le_bytes().to_vec();
+        body.extend(text("Mode \"AUTO\", armed", 64));
+        log.extend(message(0x40, &body));
+        log.extend(fmt(0x40, 11, "MSG", "Q", "TimeUS"));
+        log.extend(message(0x40, &6u64.to_le_bytes()));
+        let tables = export(&log);
+        let names: Vec<&str> = tables.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["FMT", "MSG", "MSG.2"]);
+        assert_eq!(
+            tables[1].1,
+            "TimeUS,Message\n5,\"Mode \"\"AUTO\"\", armed\"\n"
+        );
+        assert_eq!(tables[2].1, "TimeUS\n6\n");
+    }
+}
