@@ -95,7 +95,9 @@ fn pymavlink_reads_every_salvaged_log_whole() {
         let theirs: std::collections::BTreeMap<String, u64> =
             serde_json::from_value(read["counts"].clone()).unwrap();
         if &theirs != counts {
-            failures.push(format!("{name}: pymavlink counts {theirs:?}, ours {counts:?}"));
+            failures.push(format!(
+                "{name}: pymavlink counts {theirs:?}, ours {counts:?}"
+            ));
         }
         if read["skipped"] != 0 || read["trailing"] != 0 {
             failures.push(format!(
@@ -108,7 +110,10 @@ fn pymavlink_reads_every_salvaged_log_whole() {
     println!(
         "pymavlink read {} salvaged logs ({} messages)",
         lines.len(),
-        lines.iter().map(|l| l["messages"].as_u64().unwrap()).sum::<u64>()
+        lines
+            .iter()
+            .map(|l| l["messages"].as_u64().unwrap())
+            .sum::<u64>()
     );
     assert!(failures.is_empty(), "{failures:#?}");
 }
