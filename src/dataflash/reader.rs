@@ -149,13 +149,14 @@ enum Metadata {
 }
 
 /// Read the definition a format-defining message carries: `Err(())` when it is rejected and the
-/// message must not be read; `Ok(None)` when it is read but defines nothing usable.
+/// message must not be read (the problem is recorded); otherwise what it defines, if anything
+/// usable, and its problem.
 fn read_definition(
     problems: &mut Problems,
     offset: usize,
     format: &Format,
     body: &[u8],
-) -> Result<Option<Format>, ()> {
+) -> Result<Definition, ()> {
     if !format.defines_formats() {
         problems.push(offset, None, "", ProblemKind::NotADefinition);
         return Err(());
@@ -170,13 +171,25 @@ fn read_definition(
             problems.push(offset, type_value, &decode_name(definition.name), kind);
             Err(())
         }
-        Ok((new, None)) => Ok(Some(new)),
+        Ok((new, None)) => Ok(Definition {
+            format: Some(new),
+            problem: None,
+        }),
         Ok((new, Some(kind))) => {
             let usable = !matches!(kind, ProblemKind::TypeOutOfRange(_));
-            problems.push(offset, type_value, &new.name, kind);
-            Ok(usable.then_some(new))
+            let problem = (offset, type_value, new.name.clone(), kind);
+            Ok(Definition {
+                format: usable.then_some(new),
+                problem: Some(problem),
+            })
         }
     }
+}
+
+/// What a FMT message that is read defines, and the problem to report once it is accepted.
+struct Definition {
+    format: Option<Format>,
+    problem: Option<(usize, Option<i128>, String, ProblemKind)>,
 }
 
 /// Read a FMTU, UNIT or MULT message.
@@ -340,7 +353,7 @@ impl Scanner<'_> {
             // A format-defining message is read only if its definition is accepted.
             let defined = if format.role == Role::Fmt {
                 match read_definition(&mut self.problems, pos, format, body) {
-                    Ok(defined) => defined,
+                    Ok(definition) => Some(definition),
                     Err(()) => {
                         self.reject(DamageReason::HeaderDamaged);
                         pos += HEADER_LEN;
@@ -356,7 +369,10 @@ impl Scanner<'_> {
                 bytes,
             };
             if self.rules == Rules::Thorough {
-                let defining = defined.as_ref().map(|f| f.type_id);
+                let defining = defined
+                    .as_ref()
+                    .and_then(|d| d.format.as_ref())
+                    .map(|f| f.type_id);
                 if !self.ends_in_sync(pos + message_len, defining) {
                     // Backtrack: a header may start inside the garbled message.
                     self.reject(DamageReason::FrameRejectedNextByte);
@@ -407,6 +423,12 @@ impl Scanner<'_> {
                 }
                 None => {}
             }
+            let defined = defined.and_then(|d| {
+                if let Some((offset, type_value, name, kind)) = d.problem {
+                    self.problems.push(offset, type_value, &name, kind);
+                }
+                d.format
+            });
             if let Some(new) = defined {
                 self.flush_count(new.type_id);
                 self.reserve_name(&new.name);
