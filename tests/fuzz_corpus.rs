@@ -5,12 +5,10 @@
 
 mod common;
 
-use bbcheck::blackbox::decoder::{EventFrame, Frame, Sink};
-use bbcheck::blackbox::frame::FrameKind;
-use bbcheck::blackbox::writer::SessionWriter;
+use bbcheck::blackbox::codec::Encoding;
 use bbcheck::damage::{Model, damage};
 use bbcheck::fuzzing::TARGETS;
-use bbcheck::synth::{FlightSpec, flight};
+use bbcheck::synth::{Codes, FlightSpec, Layout, flight, flights};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Once;
@@ -22,112 +20,78 @@ fn bless() -> bool {
     std::env::var("BBCHECK_BLESS").is_ok_and(|v| v == "1")
 }
 
-/// Re-encodes every frame and event a decoder passes it.
-struct Rewrite(SessionWriter);
-
-impl Sink for Rewrite {
-    fn frame(&mut self, frame: &Frame<'_>) {
-        match frame.kind {
-            FrameKind::I | FrameKind::P => self.0.main(frame.kind, frame.values),
-            kind => self.0.other(kind, frame.values),
-        }
-    }
-    fn event(&mut self, event: &EventFrame<'_>) {
-        self.0.event(event.event);
-    }
-}
-
-/// The same flight written in another Data version (which lays TAG8_4S16 out differently).
-fn in_data_version(log: &[u8], version: u32) -> Vec<u8> {
-    let sessions = bbcheck::blackbox::sessions(log);
-    assert_eq!(sessions.len(), 1, "one flight");
-    let lines: Vec<(String, String)> = sessions[0]
-        .header
-        .lines
-        .iter()
-        .filter(|l| l.name != "Product")
-        .map(|l| {
-            let value = if l.name == "Data version" {
-                version.to_string()
-            } else {
-                l.value.clone()
-            };
-            (l.name.clone(), value)
-        })
-        .collect();
-    let mut rewrite = Rewrite(SessionWriter::new(&lines));
-    let report = bbcheck::blackbox::decode("seed", log, |_, _| {}, &mut rewrite);
-    assert!(report.is_clean(), "{:?}", report.corrupt_spans);
-    rewrite.0.finish()
-}
-
-/// The seed logs, by file name: small flights in both Data versions, with and without GPS, with
-/// P intervals `8` and `1/2`, and with time rolling over 2^32 µs.
+/// The seed logs, by file name: one flight per firmware layout (Betaflight 3.1, Betaflight 4.2,
+/// INAV 9), three Betaflight sessions in one file (logging paused and resumed, erased flash between
+/// sessions, time rolling over 2^32 µs), and the encodings no firmware layout uses: Elias delta
+/// with TAG2_3SVARIABLE, and Elias gamma in a Data version 1 log of the original Cleanflight.
 fn seeds() -> BTreeMap<String, Vec<u8>> {
-    let base = FlightSpec {
-        iterations: 1700,
-        i_interval: 256,
-        p_interval: "8".into(),
-        ..FlightSpec::default()
+    let bf3 = FlightSpec {
+        seed: 11,
+        ..FlightSpec::new(Layout::Betaflight3)
     };
-    let rollover = FlightSpec {
-        iterations: 400,
-        i_interval: 32,
-        p_interval: "1/2".into(),
-        start_time_us: (1 << 32) - 20_000,
-        gps: false,
-        ..FlightSpec::default()
+    let bf4 = FlightSpec {
+        seed: 12,
+        iterations: 1024,
+        ..FlightSpec::new(Layout::Betaflight4)
     };
-    let specs = [
-        (
-            "v2-gps-p8",
-            2,
-            FlightSpec {
-                seed: 11,
-                ..base.clone()
-            },
-        ),
-        (
-            "v2-rollover-p1of2",
-            2,
-            FlightSpec {
-                seed: 12,
-                ..rollover.clone()
-            },
-        ),
-        (
-            "v1-gps-p1of2",
-            1,
-            FlightSpec {
-                seed: 13,
-                start_time_us: (1 << 32) - 300_000,
-                gps: true,
-                ..rollover
-            },
-        ),
-        (
-            "v1-rollover-p8",
-            1,
-            FlightSpec {
-                seed: 14,
-                start_time_us: (1 << 32) - 100_000,
-                gps: false,
-                ..base
-            },
-        ),
+    let inav = FlightSpec {
+        seed: 13,
+        iterations: 256,
+        ..FlightSpec::new(Layout::Inav)
+    };
+    let session = FlightSpec {
+        iterations: 512,
+        ..FlightSpec::new(Layout::Betaflight4)
+    };
+    let sessions = [
+        FlightSpec {
+            seed: 14,
+            start_time_us: 4_280_000_000,
+            paused: Some(128..384),
+            ..session.clone()
+        },
+        FlightSpec {
+            seed: 15,
+            start_time_us: 4_290_000_000,
+            gps: false,
+            ..session.clone()
+        },
+        FlightSpec {
+            seed: 16,
+            start_time_us: (1 << 32) - 60_000,
+            ..session
+        },
     ];
-    specs
-        .into_iter()
-        .map(|(name, version, spec)| {
-            let log = flight(&spec);
-            let log = if version == 2 {
-                log
-            } else {
-                in_data_version(&log, version)
-            };
-            (format!("{name}.bbl"), log)
-        })
-        .collect()
+    let elias_delta = FlightSpec {
+        seed: 17,
+        iterations: 768,
+        codes: Codes::EliasDelta,
+        ..FlightSpec::new(Layout::Betaflight4)
+    };
+    let elias_gamma = FlightSpec {
+        seed: 18,
+        iterations: 512,
+        codes: Codes::EliasGamma,
+        data_version: 1,
+        p_interval: "1/2".into(),
+        start_time_us: (1 << 32) - 30_000,
+        gps: true,
+        ..FlightSpec::new(Layout::Betaflight3)
+    };
+    [
+        ("betaflight3-p1of4", flight(&bf3)),
+        ("betaflight4-gps-p4", flight(&bf4)),
+        ("inav-gps-p1of2", flight(&inav)),
+        ("betaflight4-3sessions-resume-rollover", flights(&sessions)),
+        (
+            "betaflight4-elias-delta-tag2-3svariable",
+            flight(&elias_delta),
+        ),
+        ("cleanflight-v1-elias-gamma-rollover", flight(&elias_gamma)),
+    ]
+    .into_iter()
+    .map(|(name, log)| (format!("{name}.bbl"), log))
+    .collect()
 }
 
 /// Every damage model applied to every seed: file name, damaged bytes and the truth as JSON.
@@ -205,7 +169,7 @@ fn inputs(dir: &Path) -> Vec<PathBuf> {
 fn seeds_are_what_the_generator_makes() {
     write_if_blessing();
     for (name, data) in seeds() {
-        assert!(data.len() < 20_000, "seed {name} is {} bytes", data.len());
+        assert!(data.len() < 24_000, "seed {name} is {} bytes", data.len());
         assert_committed(&seeds_dir(), &name, &data);
         let report = bbcheck::blackbox::decode(
             &name,
@@ -215,6 +179,63 @@ fn seeds_are_what_the_generator_makes() {
         );
         assert!(report.is_clean(), "seed {name}: {:?}", report.corrupt_spans);
     }
+}
+
+#[test]
+fn seeds_hold_every_encoding_in_both_data_versions() {
+    let every = [
+        Encoding::SignedVb,
+        Encoding::UnsignedVb,
+        Encoding::Neg14Bit,
+        Encoding::EliasDeltaU32,
+        Encoding::EliasDeltaS32,
+        Encoding::Tag8_8Svb,
+        Encoding::Tag2_3S32,
+        Encoding::Tag8_4S16,
+        Encoding::Null,
+        Encoding::Tag2_3SVariable,
+        Encoding::EliasGammaU32,
+        Encoding::EliasGammaS32,
+    ];
+    let mut seen = std::collections::HashSet::new();
+    let mut versions = std::collections::BTreeSet::new();
+    for (name, data) in seeds() {
+        let report = bbcheck::blackbox::decode(
+            &name,
+            &data,
+            |_, _| {},
+            &mut bbcheck::blackbox::decoder::Discard,
+        );
+        for (session, decoded) in bbcheck::blackbox::sessions(&data)
+            .iter()
+            .zip(&report.sessions)
+        {
+            let header = &session.header;
+            versions.insert(header.data_version);
+            // An encoding counts when frames of a type that uses it were decoded.
+            let frames = &decoded.frames;
+            let defs = [
+                (&header.i, frames.i),
+                (&header.p, frames.p),
+                (&header.s, frames.s),
+                (&header.g, frames.g),
+                (&header.h, frames.h),
+            ];
+            for (def, count) in defs {
+                if let Some(def) = def.as_ref().filter(|_| count > 0) {
+                    seen.extend(def.fields.iter().map(|f| f.encoding));
+                }
+            }
+        }
+    }
+    for encoding in every {
+        assert!(
+            seen.contains(&encoding),
+            "no seed decodes a frame with encoding {encoding:?} (id {})",
+            encoding.id()
+        );
+    }
+    assert_eq!(versions.into_iter().collect::<Vec<_>>(), [1, 2]);
 }
 
 #[test]
