@@ -451,3 +451,33 @@ fn a_lost_header_is_borrowed_from_a_log_of_the_same_firmware() {
     assert!(String::from_utf8_lossy(&refused.stderr).contains("does not decode"));
     assert!(!refused_out.exists());
 }
+
+#[test]
+fn bytes_after_a_log_end_event_are_not_damage() {
+    // A flight controller sharing its port writes other traffic (here an MSP reply) between logs.
+    let dir = temp_dir("after-log-end");
+    let log = std::fs::read(demo()).unwrap();
+    let mut data = log.clone();
+    data.extend_from_slice(b"$M>\x03\x01\x00\x01\x2e\x2d");
+    data.extend_from_slice(&log);
+    let path = dir.join("shared-port.bbl");
+    std::fs::write(&path, &data).unwrap();
+    let out = bbcheck(&["check", "--json", path.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let sessions = report["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 4);
+    assert_eq!(sessions[1]["log_end"], true);
+    let after = sessions[1]["regions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["kind"] == "after-log-end")
+        .expect("the MSP bytes are a region after the log end");
+    assert_eq!(after["end"], log.len() as u64 + 9);
+}

@@ -281,7 +281,9 @@ impl<'a> SessionDecoder<'a> {
                 }
             };
             let next = start + 1 + len;
-            if !self.starts_frame_or_ends(next) {
+            // A log-end event ends the session: whatever follows is not log data.
+            let log_end = matches!(decoded, Decoded::Event(Event::LogEnd { .. }));
+            if !log_end && !self.starts_frame_or_ends(next) {
                 self.reject(DamageReason::FrameRejectedNextByte);
                 pos += 1;
                 continue;
