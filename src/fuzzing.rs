@@ -22,11 +22,13 @@ use crate::blackbox::writer::SessionWriter;
 pub type Check = fn(&[u8]);
 
 /// Every fuzz target by name, with the check it makes on an input.
-pub const TARGETS: [(&str, Check); 7] = [
+pub const TARGETS: [(&str, Check); 9] = [
     ("blackbox_check", blackbox_check),
     ("blackbox_roundtrip", blackbox_roundtrip_bytes),
     ("blackbox_salvage", blackbox_salvage),
     ("dataflash_check", dataflash_check),
+    ("dataflash_roundtrip", dataflash_roundtrip),
+    ("dataflash_salvage", dataflash_salvage),
     ("codec_varint", codec_varint),
     ("codec_tag", codec_tag),
     ("codec_elias", codec_elias),
@@ -111,6 +113,123 @@ pub fn dataflash_check(data: &[u8]) {
     if let Err(e) = report.file.check_accounting() {
         panic!("byte accounting broken: {e}");
     }
+}
+
+/// Accepted DataFlash messages: their bytes, in file order.
+#[derive(Default, PartialEq, Debug)]
+struct DataflashMessages(Vec<Vec<u8>>);
+
+impl crate::dataflash::Sink for DataflashMessages {
+    fn message(&mut self, message: &crate::dataflash::Message<'_>) {
+        self.0.push(message.bytes.to_vec());
+    }
+}
+
+fn dataflash_read(data: &[u8]) -> (DataflashMessages, crate::dataflash::DataflashReport) {
+    let mut messages = DataflashMessages::default();
+    let report = crate::dataflash::decode("fuzz", data, &mut messages);
+    (messages, report)
+}
+
+/// Write a DataFlash log from a model the bytes describe (types with any format characters, and
+/// messages of them with any bodies) and read it: every message comes back as written, and nothing
+/// is damage. Logs a text-mode copy could have made (line feeds, no carriage return) are skipped.
+pub fn dataflash_roundtrip(data: &[u8]) {
+    use crate::dataflash::fmt::{Definition, FieldType, Format, HEADER};
+    const CHARS: &[u8] = b"abBhHiIfdgnNZcCeELMqQ";
+    let mut src = Source(data);
+    let fmt_layout = Format::fmt();
+    let mut log = Vec::new();
+    let mut formats: Vec<Format> = Vec::new();
+    for _ in 0..1 + src.byte() % 6 {
+        // Type ids 1..=127: never FMT's own 0x80, and distinct.
+        let type_id = 1 + src.byte() % 127;
+        if formats.iter().any(|f| f.type_id == type_id) {
+            continue;
+        }
+        let mut format = Vec::new();
+        let mut size = 0usize;
+        for _ in 0..src.byte() % 17 {
+            let c = CHARS[usize::from(src.byte()) % CHARS.len()];
+            let field = FieldType::from_char(c).expect("a format character");
+            // The message length is one byte in FMT's layout.
+            if size + field.size() + 3 > 255 {
+                break;
+            }
+            size += field.size();
+            format.push(c);
+        }
+        let name = format!("X{:02X}", type_id);
+        let columns: Vec<String> = (0..format.len()).map(|i| format!("C{i}")).collect();
+        let columns = columns.join(",");
+        let definition = Definition {
+            type_value: type_id.into(),
+            length: (size + 3) as i128,
+            name: name.as_bytes(),
+            format: &format,
+            columns: columns.as_bytes(),
+        };
+        let Ok((defined, None)) = Format::define(&definition, None) else {
+            panic!("a valid definition is refused: {name} {format:?}");
+        };
+        log.extend(crate::dataflash::salvage::fmt_message(&fmt_layout, &defined).expect("fits"));
+        formats.push(defined);
+    }
+    let mut written = Vec::new();
+    while !src.is_empty() && written.len() < 2000 {
+        let format = &formats[usize::from(src.byte()) % formats.len()];
+        let start = log.len();
+        log.extend_from_slice(&HEADER);
+        log.push(format.type_id);
+        for _ in 0..format.body_size {
+            log.push(src.byte());
+        }
+        written.push(start);
+    }
+    if crate::blackbox::decoder::is_newline_converted(&log) {
+        return;
+    }
+    let (messages, report) = dataflash_read(&log);
+    if let Err(e) = report.file.check_accounting() {
+        panic!("byte accounting broken: {e}");
+    }
+    assert!(
+        report.is_clean(),
+        "a valid log has corrupt spans: {:?}",
+        report.file.corrupt_spans
+    );
+    let fmts = formats.len();
+    assert_eq!(messages.0.len(), fmts + written.len(), "messages read back");
+    for (i, &start) in written.iter().enumerate() {
+        let end = written.get(i + 1).copied().unwrap_or(log.len());
+        assert_eq!(messages.0[fmts + i], log[start..end], "message {i}");
+    }
+}
+
+/// Salvage any bytes as a DataFlash log: the output re-checks with no corrupt span, holds exactly
+/// the messages the input's check accepted (no donor, so no definition is added), and salvaging it
+/// again changes nothing.
+pub fn dataflash_salvage(data: &[u8]) {
+    use crate::dataflash::fmt::Formats;
+    let (accepted, _) = dataflash_read(data);
+    let (_, salvaged) = crate::dataflash::salvage::salvage("fuzz", data, Formats::new());
+    assert!(
+        salvaged.summary.formats_added.is_empty(),
+        "definitions added without a donor: {:?}",
+        salvaged.summary.formats_added
+    );
+    let (kept, report) = dataflash_read(&salvaged.bytes);
+    assert!(
+        report.is_clean(),
+        "salvaged output has corrupt spans: {:?}",
+        report.file.corrupt_spans.first()
+    );
+    assert_eq!(
+        kept, accepted,
+        "salvaged messages differ from the accepted ones"
+    );
+    let (_, again) = crate::dataflash::salvage::salvage("fuzz", &salvaged.bytes, Formats::new());
+    assert_eq!(again.bytes, salvaged.bytes, "salvage is not idempotent");
 }
 
 /// Decode any bytes as a Blackbox log: never panics, and the report accounts for every byte once.

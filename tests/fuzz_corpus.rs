@@ -1,4 +1,4 @@
-//! The fuzzing corpus: seed logs made by the generator, damaged copies of them made by every damage
+//! The fuzzing corpus: Blackbox and DataFlash seed logs made by the generators, damaged copies of them made by every damage
 //! model (with the truth about each change), and inputs that once broke a check. The committed seeds
 //! and damaged copies are exactly what the generators make (set `BBCHECK_BLESS=1` to rewrite them
 //! after a deliberate change), and every committed input passes the checks the fuzz targets make.
@@ -94,16 +94,29 @@ fn seeds() -> BTreeMap<String, Vec<u8>> {
     .collect()
 }
 
+/// The DataFlash seed logs: two synthetic ArduCopter flights.
+fn dataflash_seeds() -> BTreeMap<String, Vec<u8>> {
+    [("copter-1s.bin", 21, 1), ("copter-3s.bin", 22, 3)]
+        .into_iter()
+        .map(|(name, seed, seconds)| {
+            (
+                name.to_owned(),
+                bbcheck::dataflash::synth::flight(seed, seconds),
+            )
+        })
+        .collect()
+}
+
 /// Every damage model applied to every seed: file name, damaged bytes and the truth as JSON.
 fn damaged() -> BTreeMap<String, Vec<u8>> {
     let mut files = BTreeMap::new();
-    for (name, seed) in seeds() {
-        let stem = name.trim_end_matches(".bbl");
+    for (name, seed) in seeds().into_iter().chain(dataflash_seeds()) {
+        let (stem, extension) = name.rsplit_once('.').expect("seed names have an extension");
         for model in Model::ALL {
             let d = damage(&seed, model, DAMAGE_SEED);
             let file = format!("{stem}.{}.{DAMAGE_SEED}", model.name());
             let truth = serde_json::to_string_pretty(&d).unwrap() + "\n";
-            files.insert(format!("{file}.bbl"), d.data);
+            files.insert(format!("{file}.{extension}"), d.data);
             files.insert(format!("{file}.truth.json"), truth.into_bytes());
         }
     }
@@ -112,6 +125,10 @@ fn damaged() -> BTreeMap<String, Vec<u8>> {
 
 fn seeds_dir() -> PathBuf {
     common::own_corpus().join("seeds/blackbox")
+}
+
+fn dataflash_seeds_dir() -> PathBuf {
+    common::own_corpus().join("seeds/dataflash")
 }
 
 fn damaged_dir() -> PathBuf {
@@ -129,6 +146,10 @@ fn write_if_blessing() {
         std::fs::create_dir_all(seeds_dir()).unwrap();
         for (name, data) in seeds() {
             std::fs::write(seeds_dir().join(name), data).unwrap();
+        }
+        std::fs::create_dir_all(dataflash_seeds_dir()).unwrap();
+        for (name, data) in dataflash_seeds() {
+            std::fs::write(dataflash_seeds_dir().join(name), data).unwrap();
         }
         let _ = std::fs::remove_dir_all(damaged_dir());
         std::fs::create_dir_all(damaged_dir()).unwrap();
@@ -178,6 +199,16 @@ fn seeds_are_what_the_generator_makes() {
             &mut bbcheck::blackbox::decoder::Discard,
         );
         assert!(report.is_clean(), "seed {name}: {:?}", report.corrupt_spans);
+    }
+    for (name, data) in dataflash_seeds() {
+        assert!(data.len() < 24_000, "seed {name} is {} bytes", data.len());
+        assert_committed(&dataflash_seeds_dir(), &name, &data);
+        let report = bbcheck::dataflash::check(&name, &data);
+        assert!(
+            report.is_clean(),
+            "seed {name}: {:?}",
+            report.file.corrupt_spans
+        );
     }
 }
 
@@ -260,8 +291,14 @@ fn damaged_copies_are_what_the_damage_models_make() {
 #[test]
 fn every_corpus_input_passes_the_fuzz_checks() {
     write_if_blessing();
-    let seeds = inputs(&seeds_dir());
+    let mut seeds = inputs(&seeds_dir());
     assert!(!seeds.is_empty(), "corpus/seeds/blackbox holds no seed");
+    let dataflash = inputs(&dataflash_seeds_dir());
+    assert!(
+        !dataflash.is_empty(),
+        "corpus/seeds/dataflash holds no seed"
+    );
+    seeds.extend(dataflash);
     // The fuzz runs start every target from the seeds; the damaged copies are decoder input.
     for path in seeds.iter().chain(&inputs(&damaged_dir())) {
         let data = std::fs::read(path).unwrap();
