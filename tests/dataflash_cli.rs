@@ -250,7 +250,27 @@ fn a_message_missing_bytes_is_dropped_and_the_next_one_kept() {
         (Some(at as u64), Some((at + cut.len()) as u64))
     );
     assert_eq!(report["dataflash"]["counts"]["ATT"], 3);
+    // The flight time lost: between the messages on either side.
+    assert_eq!(
+        (&spans[0]["time_start_us"], &spans[0]["time_end_us"]),
+        (&Value::from(1), &Value::from(3))
+    );
     assert_tiles(&report);
+}
+
+#[test]
+fn messages_the_logger_dropped_are_reported() {
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
+    let input = corpus.join("real/ardupilot/ardupilot-copter-3.6.4-log-diagnosis-sample.bin");
+    let (code, report) = check_json(&input);
+    assert_eq!(code, Some(0));
+    // Its last DSF message counts 7 dropped messages: data lost, but no byte damaged.
+    assert_eq!(report["dataflash"]["logger_dropped"], 7);
+    let out = bbcheck(&["check", input.to_str().unwrap()]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("the logger dropped 7 messages"), "{text}");
 }
 
 #[test]

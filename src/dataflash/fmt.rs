@@ -126,6 +126,8 @@ pub enum Role {
     Mult,
     /// A text message (`MSG`); the first one names the firmware.
     Msg,
+    /// The logger's own statistics (`DSF`): its `Dp` column counts messages it dropped.
+    LoggerStats,
 }
 
 /// The definition of one message type.
@@ -296,6 +298,7 @@ impl Format {
             "UNIT" => Role::Unit,
             "MULT" => Role::Mult,
             "MSG" => Role::Msg,
+            "DSF" => Role::LoggerStats,
             _ => Role::Data,
         };
         let time_us = columns.first().is_some_and(|c| c == "TimeUS")

@@ -199,7 +199,7 @@ fn read_metadata(format: &Format, body: &[u8]) -> Option<Metadata> {
         Role::Unit => unit_from_values(fields).map(|(id, label)| Metadata::Unit(id, label)),
         Role::Mult => mult_from_values(fields).map(|(id, mult)| Metadata::Mult(id, mult)),
         Role::Fmtu => fmtu_from_values(fields).map(|(t, u, m)| Metadata::Fmtu(t, u, m)),
-        Role::Data | Role::Fmt | Role::Msg => None,
+        Role::Data | Role::Fmt | Role::Msg | Role::LoggerStats => None,
     }
 }
 
@@ -388,7 +388,7 @@ impl Scanner<'_> {
             sink.message(&message);
             let metadata = match format.role {
                 Role::Unit | Role::Mult | Role::Fmtu => read_metadata(format, body),
-                Role::Data | Role::Fmt | Role::Msg => None,
+                Role::Data | Role::Fmt | Role::Msg | Role::LoggerStats => None,
             };
             let start = pos as u64;
             let reason = self.gap_reason.take();

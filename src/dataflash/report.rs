@@ -23,20 +23,68 @@ pub struct Observer {
     pub first_msg: Option<String>,
     pub first_time_us: Option<u64>,
     pub last_time_us: Option<u64>,
+    /// The highest `Dp` (messages the logger dropped) of the DSF messages.
+    pub logger_dropped: Option<u64>,
+    /// Per gap between messages: where it starts, the last `TimeUS` before it and the first after
+    /// it (the flight time a corrupt span covers).
+    gaps: Vec<(u64, Option<u64>, Option<u64>)>,
+    /// End of the last message seen, and the last `TimeUS` seen.
+    last_end: Option<u64>,
+    last_time: Option<u64>,
+}
+
+impl Observer {
+    /// The `TimeUS` before and after a corrupt span starting at `start`.
+    fn times_around(&self, start: u64) -> (Option<u64>, Option<u64>) {
+        match self.gaps.binary_search_by_key(&start, |g| g.0) {
+            Ok(i) => (self.gaps[i].1, self.gaps[i].2),
+            Err(_) if self.last_end.is_some_and(|end| start >= end) => (self.last_time, None),
+            Err(_) => (None, None),
+        }
+    }
 }
 
 impl Sink for Observer {
     #[inline]
     fn message(&mut self, message: &Message<'_>) {
-        if let Some(t) = message.time_us() {
+        let time = message.time_us();
+        if let Some(t) = time {
             self.first_time_us.get_or_insert(t);
             self.last_time_us = Some(t);
         }
-        if message.format.role == Role::Msg && self.first_msg.is_none() {
-            self.first_msg = message
-                .fields()
-                .find_map(|v| v.as_text())
-                .map(|t| Text::new(t).to_string());
+        // Keep the times on both sides of each gap between messages.
+        if self.last_end.unwrap_or(0) != message.offset {
+            self.gaps
+                .push((self.last_end.unwrap_or(0), self.last_time, None));
+        }
+        if let Some(t) = time {
+            if let Some(gap) = self.gaps.last_mut().filter(|g| g.2.is_none()) {
+                gap.2 = Some(t);
+            }
+            self.last_time = Some(t);
+        }
+        self.last_end = Some(message.offset + message.bytes.len() as u64);
+        match message.format.role {
+            Role::Msg if self.first_msg.is_none() => {
+                self.first_msg = message
+                    .fields()
+                    .find_map(|v| v.as_text())
+                    .map(|t| Text::new(t).to_string());
+            }
+            Role::LoggerStats => {
+                let dropped = message
+                    .format
+                    .columns
+                    .iter()
+                    .position(|c| c == "Dp")
+                    .and_then(|i| message.fields().nth(i))
+                    .and_then(|v| v.as_integer())
+                    .and_then(|v| u64::try_from(v).ok());
+                if let Some(d) = dropped {
+                    self.logger_dropped = Some(self.logger_dropped.map_or(d, |m| m.max(d)));
+                }
+            }
+            _ => {}
         }
     }
 }
@@ -67,6 +115,9 @@ pub struct DataflashSummary {
     pub spans_merged: u64,
     /// The message the file ends inside.
     pub truncated_last_message: Option<TruncatedMessage>,
+    /// Messages the logger itself dropped before writing, by the highest `Dp` of its DSF
+    /// messages: flight data lost although no byte of the file is damaged.
+    pub logger_dropped: Option<u64>,
 }
 
 /// A `check` report of a DataFlash log: the shared report with the DataFlash summary.
@@ -181,7 +232,15 @@ fn account(data: &[u8], scan: &Scan) -> (Vec<Region>, Vec<CorruptSpan>) {
 
 /// Build the report of a scanned file.
 pub fn build(path: &str, data: &[u8], scan: Scan, observer: Observer) -> DataflashReport {
-    let (regions, corrupt_spans) = account(data, &scan);
+    let (regions, mut corrupt_spans) = account(data, &scan);
+    for span in &mut corrupt_spans {
+        // Types are not written in strict time order: the range is whichever comes first.
+        let (before, after) = observer.times_around(span.start);
+        (span.time_start_us, span.time_end_us) = match (before, after) {
+            (Some(a), Some(b)) => (Some(a.min(b)), Some(a.max(b))),
+            other => other,
+        };
+    }
     let size = data.len() as u64;
     let header_problems = scan.problems.iter().map(ToString::to_string).collect();
     let duration_us = match (observer.first_time_us, observer.last_time_us) {
@@ -228,6 +287,7 @@ pub fn build(path: &str, data: &[u8], scan: Scan, observer: Observer) -> Datafla
         unreadable_headers: scan.unreadable_headers,
         spans_merged: scan.gaps_merged,
         truncated_last_message: scan.truncated,
+        logger_dropped: observer.logger_dropped,
     };
     DataflashReport {
         file,
@@ -290,6 +350,12 @@ pub fn write_summary(out: &mut impl Write, report: &DataflashReport) -> io::Resu
             out,
             "  {} message headers of inconsistently defined types skipped",
             df.unreadable_headers
+        )?;
+    }
+    if let Some(dropped) = df.logger_dropped.filter(|&d| d > 0) {
+        writeln!(
+            out,
+            "  the logger dropped {dropped} messages before writing them (DSF Dp)"
         )?;
     }
     if df.spans_merged > 0 {
