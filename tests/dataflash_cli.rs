@@ -595,7 +595,7 @@ fn damaged_logs_never_panic_and_keep_every_message_before_the_damage() {
             assert_eq!(exported, report);
             assert_eq!(
                 out.iter().filter(|&&b| b == b'\n').count() as u64,
-                report.dataflash.messages + 1
+                report.dataflash.messages + report.file.sessions.len() as u64
             );
             if round % 6 == 5 {
                 // Damaged definitions give odd names and strings: still valid JSON.
@@ -829,4 +829,59 @@ fn csv_export_writes_one_table_per_type_with_units_in_the_headings() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(!missing.exists());
+}
+
+#[test]
+fn appended_logs_are_sessions_of_their_own() {
+    let dir = temp_dir("sessions");
+    let first = bbcheck::dataflash::synth::flight(1, 1);
+    let second = bbcheck::dataflash::synth::flight(2, 2);
+    let mut data = first.clone();
+    data.extend(&second);
+    let path = write(&dir, "two-logs.bin", &data);
+    let (code, report) = check_json(&path);
+    assert_eq!(code, Some(0), "{report}");
+    let sessions = report["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 2);
+    assert_eq!(sessions[1]["start"], first.len() as u64);
+    assert_eq!(sessions[1]["end"], data.len() as u64);
+    // Each log's own clock: the second starts again near boot.
+    let (a, b) = (&sessions[0], &sessions[1]);
+    assert!(
+        b["first_time_us"].as_u64() < a["last_time_us"].as_u64(),
+        "{report}"
+    );
+    assert_tiles(&report);
+    let out = bbcheck(&["check", path.to_str().unwrap()]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("; 2 logs"), "{text}");
+    assert!(
+        text.contains(&format!("log 2 [{}..{})", first.len(), data.len())),
+        "{text}"
+    );
+    // The export starts a session record where the second log starts.
+    let out = bbcheck(&["export", "--jsonl", path.to_str().unwrap()]);
+    let records: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let starts: Vec<&Value> = records.iter().filter(|r| r["type"] == "session").collect();
+    assert_eq!(starts.len(), 2);
+    assert_eq!(starts[1]["offset"], first.len() as u64);
+    assert_eq!(starts[1]["session"], 2);
+    let second_messages = records
+        .iter()
+        .filter(|r| r["type"] == "message" && r["session"] == 2)
+        .count();
+    let (_, alone) = check_json(&write(&dir, "second.bin", &second));
+    assert_eq!(
+        second_messages as u64,
+        alone["dataflash"]["messages"].as_u64().unwrap()
+    );
+    // Salvage keeps both logs.
+    let output = dir.join("salvaged.bin");
+    let (code, _, _) = salvage(&[path.to_str().unwrap(), "-o", output.to_str().unwrap()]);
+    assert_eq!(code, Some(0));
+    assert_eq!(std::fs::read(&output).unwrap(), data);
 }

@@ -155,6 +155,10 @@ impl<W: Write, F: FnMut(&str) -> io::Result<W>> Sink for CsvSink<'_, W, F> {
             self.error = Some(e);
         }
     }
+
+    fn session(&mut self, offset: u64) {
+        self.observer.session(offset);
+    }
 }
 
 /// Decode `data` by the thorough rules and write one CSV table per message type, each to a writer

@@ -1,5 +1,6 @@
-//! Export as JSON Lines: a session record with the formats defined by the end of the file, then one
-//! record per accepted message (FMT messages included) with its raw stored values.
+//! Export as JSON Lines: per session (log) a session record with the formats defined by the end
+//! of the session, then one record per accepted message (FMT messages included) with its raw
+//! stored values.
 //!
 //! Values are unscaled: `c C e E L` stay the integers the logger stored, floats are JSON numbers
 //! (NaN and infinities are `null`), character arrays are strings cut at the first NUL, `a` is an
@@ -99,17 +100,41 @@ fn write_value(out: &mut impl Write, value: Value<'_>) -> io::Result<()> {
     }
 }
 
-/// Writes message records; keeps the first write error.
-struct JsonlSink<W: Write> {
+/// Writes session and message records; keeps the first write error.
+struct JsonlSink<'f, W: Write> {
     out: W,
+    /// The format table at the end of each session (from a first pass).
+    session_formats: &'f [Formats],
+    /// The session being written, from 1.
+    session: usize,
     observer: Observer,
     error: Option<io::Error>,
 }
 
-impl<W: Write> JsonlSink<W> {
-    fn record(out: &mut W, message: &Message<'_>) -> io::Result<()> {
+impl<W: Write> JsonlSink<'_, W> {
+    fn session_record(&mut self, offset: u64) -> io::Result<()> {
+        let empty = Formats::new();
+        let formats = self.session_formats.get(self.session - 1).unwrap_or(&empty);
+        let record = SessionRecord {
+            kind: "session",
+            session: self.session,
+            offset,
+            format: FORMAT_NAME,
+            formats: formats
+                .iter()
+                .map(|f| (f.name.as_str(), format_record(formats, f)))
+                .collect(),
+        };
+        serde_json::to_writer(&mut self.out, &record)?;
+        writeln!(self.out)
+    }
+
+    fn record(&mut self, message: &Message<'_>) -> io::Result<()> {
+        let out = &mut self.out;
         let mut digits = itoa::Buffer::new();
-        out.write_all(b"{\"type\":\"message\",\"session\":1,\"offset\":")?;
+        out.write_all(b"{\"type\":\"message\",\"session\":")?;
+        out.write_all(digits.format(self.session).as_bytes())?;
+        out.write_all(b",\"offset\":")?;
         out.write_all(digits.format(message.offset).as_bytes())?;
         out.write_all(b",\"name\":")?;
         out.write_all(message.format.name_json.as_bytes())?;
@@ -124,40 +149,41 @@ impl<W: Write> JsonlSink<W> {
     }
 }
 
-impl<W: Write> Sink for JsonlSink<W> {
+impl<W: Write> Sink for JsonlSink<'_, W> {
     fn message(&mut self, message: &Message<'_>) {
         self.observer.message(message);
         if self.error.is_none()
-            && let Err(e) = Self::record(&mut self.out, message)
+            && let Err(e) = self.record(message)
+        {
+            self.error = Some(e);
+        }
+    }
+
+    fn session(&mut self, offset: u64) {
+        self.observer.session(offset);
+        self.session += 1;
+        if self.error.is_none()
+            && let Err(e) = self.session_record(offset)
         {
             self.error = Some(e);
         }
     }
 }
 
-/// Decode `data` by the thorough rules and write it as JSON Lines to `out`; returns the `check` report of the file.
+/// Decode `data` by the thorough rules and write it as JSON Lines to `out`: per session a session
+/// record with the formats defined by the session's end, then its messages. Returns the `check`
+/// report of the file.
 pub fn write_jsonl(path: &str, data: &[u8], out: impl Write) -> io::Result<DataflashReport> {
-    let mut out = BufWriter::with_capacity(1 << 16, out);
-    // The formats as the end of the file defines them: a first pass reads only the headers.
+    // The formats as each session's end defines them: a first pass reads only the headers.
     let first = reader::scan_with(data, Rules::Thorough, Formats::new(), &mut Discard);
-    let formats = &first.formats;
-    let record = SessionRecord {
-        kind: "session",
-        session: 1,
-        offset: 0,
-        format: FORMAT_NAME,
-        formats: formats
-            .iter()
-            .map(|f| (f.name.as_str(), format_record(formats, f)))
-            .collect(),
-    };
-    serde_json::to_writer(&mut out, &record)?;
-    writeln!(out)?;
     let mut sink = JsonlSink {
-        out,
+        out: BufWriter::with_capacity(1 << 16, out),
+        session_formats: &first.session_formats,
+        session: 1,
         observer: Observer::default(),
         error: None,
     };
+    sink.session_record(0)?;
     let scan = reader::scan_with(data, Rules::Thorough, Formats::new(), &mut sink);
     if let Some(e) = sink.error {
         return Err(e);

@@ -19,8 +19,8 @@
 //! return.
 
 use super::fmt::{
-    Format, FormatProblem, Formats, HEADER, HEADER_LEN, ProblemKind, Role, definition_from_values,
-    fmtu_from_values, mult_from_values, unit_from_values,
+    FMT_TYPE, Format, FormatProblem, Formats, HEADER, HEADER_LEN, ProblemKind, Role,
+    definition_from_values, fmtu_from_values, mult_from_values, unit_from_values,
 };
 use super::message::{Fields, Message, decode_name};
 use crate::report::DamageReason;
@@ -38,6 +38,9 @@ pub enum Rules {
 /// Receives every accepted message, in file order.
 pub trait Sink {
     fn message(&mut self, message: &Message<'_>);
+    /// A new log (session) starts at `offset`, with the message about to be passed on: the log
+    /// restarted, or another log was appended to the file.
+    fn session(&mut self, _offset: u64) {}
 }
 
 /// A sink that ignores messages.
@@ -52,6 +55,11 @@ impl<A: Sink, B: Sink> Sink for (&mut A, &mut B) {
     fn message(&mut self, message: &Message<'_>) {
         self.0.message(message);
         self.1.message(message);
+    }
+
+    fn session(&mut self, offset: u64) {
+        self.0.session(offset);
+        self.1.session(offset);
     }
 }
 
@@ -109,6 +117,11 @@ pub struct Scan {
     pub problems_omitted: u64,
     /// Headers of defined types whose body could not be unpacked (skipped by 3 bytes).
     pub unreadable_headers: u64,
+    /// Where each log (session) starts: 0, then every FMT that defines FMT itself after other
+    /// messages (a restarted or appended log starts by writing its formats again).
+    pub sessions: Vec<u64>,
+    /// The format table at the end of each session.
+    pub session_formats: Vec<Formats>,
 }
 
 /// Bytes between accepted messages.
@@ -225,6 +238,10 @@ struct Scanner<'a> {
     end_offset: u64,
     truncated: Option<TruncatedMessage>,
     unreadable_headers: u64,
+    sessions: Vec<u64>,
+    session_formats: Vec<Formats>,
+    /// Messages accepted in the current session.
+    session_messages: u64,
 }
 
 /// Start of the trailing run of identical 0x00 or 0xFF bytes (`data.len()` when there is none).
@@ -385,6 +402,18 @@ impl Scanner<'_> {
                     continue;
                 }
             }
+            let defines_fmt = defined
+                .as_ref()
+                .and_then(|d| d.format.as_ref())
+                .is_some_and(|f| f.type_id == FMT_TYPE && f.role == Role::Fmt);
+            if defines_fmt && self.session_messages > 0 {
+                // Every log starts by defining FMT itself: a new one starts here.
+                self.session_formats.push(self.formats.clone());
+                self.sessions.push(pos as u64);
+                self.session_messages = 0;
+                sink.session(pos as u64);
+            }
+            self.session_messages += 1;
             sink.message(&message);
             let metadata = match format.role {
                 Role::Unit | Role::Mult | Role::Fmtu => read_metadata(format, body),
@@ -439,6 +468,7 @@ impl Scanner<'_> {
             self.flush_count(type_id);
         }
         self.counts.retain(|_, count| *count > 0);
+        self.session_formats.push(self.formats.clone());
         Scan {
             formats: self.formats,
             messages: self.messages,
@@ -451,6 +481,8 @@ impl Scanner<'_> {
             problems: self.problems.kept,
             problems_omitted: self.problems.omitted,
             unreadable_headers: self.unreadable_headers,
+            sessions: self.sessions,
+            session_formats: self.session_formats,
         }
     }
 }
@@ -485,6 +517,9 @@ pub fn scan_with<S: Sink>(data: &[u8], rules: Rules, formats: Formats, sink: &mu
         end_offset: 0,
         truncated: None,
         unreadable_headers: 0,
+        sessions: vec![0],
+        session_formats: Vec::new(),
+        session_messages: 0,
     }
     .run(sink)
 }

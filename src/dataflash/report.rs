@@ -1,6 +1,7 @@
-//! What `check` finds in a DataFlash log, in the shared report types: one session for the whole
-//! file, accepted messages as regions, the bytes between them as corrupt spans, trailing padding as
-//! a region; plus what only DataFlash has (message counts per type, the firmware's first MSG).
+//! What `check` finds in a DataFlash log, in the shared report types: one session per log in the
+//! file (a restarted or appended log starts another), accepted messages as regions, the bytes
+//! between them as corrupt spans, trailing padding as a region; plus what only DataFlash has
+//! (message counts per type, the firmware's first MSG, messages the logger dropped).
 
 use super::fmt::{FormatProblem, Role};
 use super::message::{Message, Text};
@@ -16,13 +17,20 @@ use std::io::{self, Write};
 /// The `format` of DataFlash reports.
 pub const FORMAT_NAME: &str = "ardupilot-dataflash";
 
-/// Collects, while messages are read, what the report says about the flight.
+/// What one session (log) holds.
 #[derive(Debug, Default)]
-pub struct Observer {
+pub struct SessionStats {
     /// Text of the first MSG message.
     pub first_msg: Option<String>,
     pub first_time_us: Option<u64>,
     pub last_time_us: Option<u64>,
+}
+
+/// Collects, while messages are read, what the report says about the flight.
+#[derive(Debug, Default)]
+pub struct Observer {
+    /// What each session holds, in file order.
+    pub sessions: Vec<SessionStats>,
     /// The highest `Dp` (messages the logger dropped) of the DSF messages.
     pub logger_dropped: Option<u64>,
     /// Per gap between messages: where it starts, the last `TimeUS` before it and the first after
@@ -47,10 +55,14 @@ impl Observer {
 impl Sink for Observer {
     #[inline]
     fn message(&mut self, message: &Message<'_>) {
+        if self.sessions.is_empty() {
+            self.sessions.push(SessionStats::default());
+        }
+        let stats = self.sessions.last_mut().expect("one session at least");
         let time = message.time_us();
         if let Some(t) = time {
-            self.first_time_us.get_or_insert(t);
-            self.last_time_us = Some(t);
+            stats.first_time_us.get_or_insert(t);
+            stats.last_time_us = Some(t);
         }
         // Keep the times on both sides of each gap between messages.
         if self.last_end.unwrap_or(0) != message.offset {
@@ -65,8 +77,8 @@ impl Sink for Observer {
         }
         self.last_end = Some(message.offset + message.bytes.len() as u64);
         match message.format.role {
-            Role::Msg if self.first_msg.is_none() => {
-                self.first_msg = message
+            Role::Msg if stats.first_msg.is_none() => {
+                stats.first_msg = message
                     .fields()
                     .find_map(|v| v.as_text())
                     .map(|t| Text::new(t).to_string());
@@ -86,6 +98,10 @@ impl Sink for Observer {
             }
             _ => {}
         }
+    }
+
+    fn session(&mut self, _offset: u64) {
+        self.sessions.push(SessionStats::default());
     }
 }
 
@@ -242,41 +258,73 @@ pub fn build(path: &str, data: &[u8], scan: Scan, observer: Observer) -> Datafla
         };
     }
     let size = data.len() as u64;
-    let header_problems = scan.problems.iter().map(ToString::to_string).collect();
-    let duration_us = match (observer.first_time_us, observer.last_time_us) {
-        (Some(a), Some(b)) => b.checked_sub(a),
-        _ => None,
-    };
-    let session = SessionReport {
-        index: 1,
-        start: 0,
-        end: size,
-        data_start: 0,
-        firmware: Firmware::Unknown,
-        firmware_revision: observer.first_msg.clone(),
-        craft_name: None,
-        frames: FrameCounts::default(),
-        events: BTreeMap::new(),
-        first_iteration: None,
-        last_iteration: None,
-        first_time_us: observer.first_time_us,
-        last_time_us: observer.last_time_us,
-        duration_us,
-        loop_time_us: None,
-        log_end: false,
-        header_problems,
-        corrupt_spans,
-        regions,
-    };
-    let mut file = FileReport::new(path.to_owned(), size, vec![session], Vec::new());
+    let mut header_problems: Vec<String> = scan.problems.iter().map(ToString::to_string).collect();
+    // Sessions: from each start to the next; regions split where a session starts.
+    let bounds: Vec<(u64, u64)> = scan
+        .sessions
+        .iter()
+        .zip(scan.sessions.iter().skip(1).chain([&size]))
+        .map(|(&a, &b)| (a, b))
+        .collect();
+    let mut sessions = Vec::with_capacity(bounds.len());
+    for (i, &(start, end)) in bounds.iter().enumerate() {
+        let stats = observer.sessions.get(i);
+        let first_time_us = stats.and_then(|s| s.first_time_us);
+        let last_time_us = stats.and_then(|s| s.last_time_us);
+        let session_regions = regions
+            .iter()
+            .filter(|r| r.start < end && start < r.end)
+            .map(|r| Region {
+                start: r.start.max(start),
+                end: r.end.min(end),
+                kind: r.kind,
+            })
+            .collect();
+        let session_spans = corrupt_spans
+            .iter()
+            .filter(|c| c.start < end && start < c.end)
+            .map(|c| CorruptSpan {
+                start: c.start.max(start),
+                end: c.end.min(end),
+                session: i + 1,
+                ..c.clone()
+            })
+            .collect();
+        sessions.push(SessionReport {
+            index: i + 1,
+            start,
+            end,
+            data_start: start,
+            firmware: Firmware::Unknown,
+            firmware_revision: stats.and_then(|s| s.first_msg.clone()),
+            craft_name: None,
+            frames: FrameCounts::default(),
+            events: BTreeMap::new(),
+            first_iteration: None,
+            last_iteration: None,
+            first_time_us,
+            last_time_us,
+            duration_us: first_time_us
+                .zip(last_time_us)
+                .and_then(|(a, b)| b.checked_sub(a)),
+            loop_time_us: None,
+            log_end: false,
+            // Format problems are the file's; the first session lists them.
+            header_problems: if i == 0 {
+                std::mem::take(&mut header_problems)
+            } else {
+                Vec::new()
+            },
+            corrupt_spans: session_spans,
+            regions: session_regions,
+        });
+    }
+    let first_msg = observer.sessions.first().and_then(|s| s.first_msg.clone());
+    let mut file = FileReport::new(path.to_owned(), size, sessions, Vec::new());
     file.format = FORMAT_NAME;
     let summary = DataflashSummary {
-        vehicle: observer
-            .first_msg
-            .as_deref()
-            .and_then(vehicle_of)
-            .map(str::to_owned),
-        firmware: observer.first_msg,
+        vehicle: first_msg.as_deref().and_then(vehicle_of).map(str::to_owned),
+        firmware: first_msg,
         messages: scan.messages,
         message_bytes: scan.message_bytes,
         end_offset: scan.end_offset,
@@ -321,12 +369,27 @@ pub fn write_summary(out: &mut impl Write, report: &DataflashReport) -> io::Resu
         df.message_bytes,
         df.formats
     )?;
-    if let Some(session) = file.sessions.first()
-        && let (Some(a), Some(b)) = (session.first_time_us, session.last_time_us)
-    {
-        write!(out, "; TimeUS {} – {}", seconds(a), seconds(b))?;
+    let times = |s: &SessionReport| match (s.first_time_us, s.last_time_us) {
+        (Some(a), Some(b)) => format!("TimeUS {} – {}", seconds(a), seconds(b)),
+        _ => "no TimeUS".to_owned(),
+    };
+    match file.sessions.as_slice() {
+        [only] => writeln!(out, "; {}", times(only))?,
+        sessions => {
+            writeln!(out, "; {} logs", sessions.len())?;
+            for s in sessions {
+                let firmware = s.firmware_revision.as_deref().unwrap_or("unknown firmware");
+                writeln!(
+                    out,
+                    "  log {} [{}..{}): {firmware}; {}",
+                    s.index,
+                    s.start,
+                    s.end,
+                    times(s)
+                )?;
+            }
+        }
     }
-    writeln!(out)?;
     let counts: Vec<String> = df
         .counts
         .iter()
