@@ -66,9 +66,9 @@ fn hostile_shapes_get_a_clear_result() {
     only_type.push(b'I');
     let report = check(&only_type);
     assert!(!report.is_clean());
-    // Megabytes of `I` bytes after a real header.
+    // 10 MiB of `I` bytes after a real header.
     let mut many_i = demo()[..1492].to_vec();
-    many_i.extend(std::iter::repeat_n(b'I', 4 << 20));
+    many_i.extend(std::iter::repeat_n(b'I', 10 << 20));
     check(&many_i);
     // Headers and nothing else, many times over.
     let headers: Vec<u8> = demo()[..1492].repeat(200);
@@ -90,7 +90,7 @@ fn hostile_shapes_get_a_clear_result() {
     let report = check(&absurd);
     assert!(!report.sessions[0].header_problems.is_empty());
     // Random bytes around a marker.
-    let mut random: Vec<u8> = (0..4u32 << 20)
+    let mut random: Vec<u8> = (0..10u32 << 20)
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
         .collect();
     random.splice(1000..1000, marker.iter().copied());
