@@ -449,6 +449,8 @@ struct Builder {
     previous2: Option<Vec<i64>>,
     last_iteration: Option<u32>,
     last_main_time: i64,
+    /// Per main field, the largest change between consecutive main frames since the last I frame.
+    group_scale: Vec<i64>,
     /// The last home frame's values (zeros before the first, as in the writer).
     home: Vec<i64>,
     home_written: bool,
@@ -524,8 +526,34 @@ impl Builder {
         for i in 2..def.len() {
             let field = def.fields[i];
             let prediction = field.predictor.predict(i, &ctx, &values);
-            let residual = fit(field.encoding, src.value());
+            let residual = match (kind, &self.previous) {
+                // Sensors move smoothly: an I frame's variable-byte value steps from the last
+                // frame by no more than the group before it moved.
+                (FrameKind::I, Some(previous))
+                    if matches!(field.encoding, Encoding::SignedVb | Encoding::UnsignedVb) =>
+                {
+                    let bound = self.group_scale.get(i).copied().unwrap_or(0) + 2;
+                    let step = i64::from(src.value()).rem_euclid(2 * bound + 1) - bound;
+                    let (low, high) = if field.signed {
+                        (i64::from(i32::MIN), i64::from(i32::MAX))
+                    } else {
+                        (0, i64::from(u32::MAX))
+                    };
+                    let wanted = (previous[i] + step).clamp(low, high);
+                    (wanted - prediction) as i32
+                }
+                _ => fit(field.encoding, src.value()),
+            };
             values[i] = normalise(prediction + i64::from(residual), field.signed);
+        }
+        match (kind, &self.previous) {
+            (FrameKind::P, Some(previous)) => {
+                self.group_scale.resize(values.len(), 0);
+                for ((s, a), b) in self.group_scale.iter_mut().zip(previous).zip(&values) {
+                    *s = (*s).max((b - a).abs());
+                }
+            }
+            _ => self.group_scale.clear(),
         }
         self.previous2 = match kind {
             FrameKind::P => self.previous.take(),
@@ -782,6 +810,7 @@ impl LogModel {
             mains: 0,
             previous: None,
             previous2: None,
+            group_scale: Vec::new(),
             last_iteration: None,
             last_main_time: 0,
             home: vec![0; home.len()],

@@ -36,8 +36,9 @@ pub enum DamageReason {
     /// A frame holding a line feed in a session copied in text mode (no carriage return is left
     /// in it): each line feed may have been a carriage return or a CR LF pair.
     NewlineConverted,
-    /// Main frames of an I-frame group that nothing corroborated: an I frame right after damage
-    /// with too few P frames decoding from it and no clean I frame after it.
+    /// Main frames of an I-frame group that nothing corroborated (an I frame right after damage
+    /// with too few P frames decoding from it and no clean I frame after it), or whose I frame
+    /// holds a value set apart from both neighbouring groups.
     SuspectGroup,
 }
 

@@ -5,10 +5,10 @@
 //! a frame (or the data must end); `loopIteration` and `time` may not move backwards or leap ahead;
 //! a rejected frame makes P frames unusable until an I frame validates.
 
-use super::codec::CodecErrorKind;
+use super::codec::{CodecErrorKind, Encoding};
 use super::event::{Event, EventError};
 use super::frame::{FrameKind, MAX_FRAME_LEN};
-use super::group::{Group, Item};
+use super::group::{Group, Item, MIN_MAINS_FOR_OFFSET};
 use super::header::Header;
 use super::ledger::{Layout, Ledger};
 use super::predictor::Context;
@@ -156,6 +156,15 @@ pub struct SessionDecoder<'a> {
     /// Why bytes since the last accepted frame were rejected.
     scan_gap: Option<DamageReason>,
     group: Group,
+    /// The last main frame of the last trusted group and the largest changes inside that group
+    /// (empty when it had fewer than three main frames): what the next group's I frame steps from.
+    before_group: Vec<i64>,
+    before_scale: Vec<i64>,
+    /// Main fields whose I-frame values are variable-byte codes (where a dropped byte shifts one
+    /// value and leaves the frame in step), other than iteration and time.
+    offset_fields: Vec<bool>,
+    /// Working space for a group's scale.
+    scale: Vec<i64>,
     ledger: Ledger,
 }
 
@@ -210,6 +219,17 @@ impl<'a> SessionDecoder<'a> {
             regions: Vec::new(),
         };
         let (iteration_index, time_index) = (layout.iteration_index, layout.time_index);
+        let offset_fields = header.i.as_ref().map_or_else(Vec::new, |def| {
+            def.fields
+                .iter()
+                .enumerate()
+                .map(|(f, spec)| {
+                    f != iteration_index
+                        && f != time_index
+                        && matches!(spec.encoding, Encoding::SignedVb | Encoding::UnsignedVb)
+                })
+                .collect()
+        });
         SessionDecoder {
             file,
             header,
@@ -231,6 +251,10 @@ impl<'a> SessionDecoder<'a> {
             time_index,
             scan_gap: None,
             group: Group::default(),
+            before_group: Vec::new(),
+            before_scale: Vec::new(),
+            offset_fields,
+            scale: Vec::new(),
             ledger: Ledger::new(report, layout, data_start),
         }
     }
@@ -477,11 +501,36 @@ impl<'a> SessionDecoder<'a> {
             (Validation::Thorough, Err(reason)) => return self.reject(reason),
         };
         if self.validation == Validation::Thorough {
-            // A clean next I frame corroborates the group before it.
+            // A clean next I frame corroborates the group before it, unless the group's I frame
+            // is offset from both sides.
             let joined = self.stream_valid && self.group.is_open();
-            let trusted = joined || self.group.trusted_without_join();
+            // Across a logging pause the values need not continue.
+            let resumed = self.group.resumed();
+            let offset = joined
+                && !resumed
+                && self.history.previous().is_some_and(|next| {
+                    self.group.offset_by_its_i_frame(
+                        &self.before_group,
+                        &self.before_scale,
+                        next,
+                        &self.offset_fields,
+                        &mut self.scale,
+                    )
+                });
+            let trusted = !offset && (joined || self.group.trusted_without_join());
+            self.before_group.clear();
+            self.before_scale.clear();
+            if trusted
+                && !resumed
+                && let Some(last) = self.group.last_main()
+            {
+                self.before_group.extend_from_slice(last);
+                if self.group.main_count() >= MIN_MAINS_FOR_OFFSET {
+                    self.group.scale(&mut self.before_scale);
+                }
+            }
             commit_group(&self.group, &mut self.ledger, trusted, sink);
-            self.group.restart(joined, anchor);
+            self.group.restart(joined && !offset, anchor);
         }
         self.learn_loop_time(iteration, time);
         self.stream_valid = true;

@@ -5,11 +5,23 @@
 //! An I frame that follows the previous group without a break is corroborated by it. One that
 //! comes after damage is trusted only when P frames decode from it (a misaligned or bogus I frame
 //! is followed by bytes that do not decode as P frames) or the next I frame follows it cleanly.
+//!
+//! A byte dropped inside a multi-byte field of an I frame can leave a frame that still decodes in
+//! step, with that one field wrong. Every P frame predicted from it carries the same offset (the
+//! predictors' weights sum to one), and the next I frame takes it back: the field steps by +e where
+//! the group starts and by about -e where it ends, while it moves far less from frame to frame
+//! inside. [`Group::offset_by_its_i_frame`] looks for that signature; no clean real log shows it.
 
 use super::event::Event;
 use super::frame::FrameKind;
 use crate::report::DamageReason;
 use std::ops::Range;
+
+/// How many times the largest change inside the groups a field's step into and out of a group
+/// must be to set the group's I frame apart (clean real logs stay under 2).
+pub const OFFSET_FACTOR: i64 = 4;
+/// Main frames a group needs before the steps into and out of it are compared with its inside.
+pub const MIN_MAINS_FOR_OFFSET: usize = 3;
 
 /// A frame the rules accept, waiting for the group's verdict.
 #[derive(Debug, Clone)]
@@ -64,6 +76,91 @@ impl Group {
     pub fn trusted_without_join(&self) -> bool {
         let needed = if self.anchor { 3 } else { 2 };
         self.joined || self.mains >= needed
+    }
+
+    /// The main frames held, by their values.
+    fn mains(&self) -> impl Iterator<Item = &[i64]> {
+        self.items
+            .iter()
+            .filter(|i| matches!(i.kind, FrameKind::I | FrameKind::P))
+            .map(|i| &self.values[i.values.clone()])
+    }
+
+    /// Per field, the largest change between consecutive main frames held (empty with fewer than
+    /// two).
+    pub fn scale(&self, out: &mut Vec<i64>) {
+        out.clear();
+        let mut previous: Option<&[i64]> = None;
+        for values in self.mains() {
+            if let Some(p) = previous.filter(|p| p.len() == values.len()) {
+                out.resize(values.len(), 0);
+                for ((s, a), b) in out.iter_mut().zip(p).zip(values) {
+                    *s = (*s).max((b - a).abs());
+                }
+            }
+            previous = Some(values);
+        }
+    }
+
+    /// Whether a logging-resume event is held: frames went unlogged before the next I frame.
+    pub fn resumed(&self) -> bool {
+        self.items
+            .iter()
+            .any(|i| matches!(i.event, Some(Event::LoggingResume { .. })))
+    }
+
+    /// Main frames held.
+    pub fn main_count(&self) -> usize {
+        self.mains
+    }
+
+    /// The last main frame held.
+    pub fn last_main(&self) -> Option<&[i64]> {
+        self.mains().last()
+    }
+
+    /// Whether one field of the group's I frame is offset from both its neighbours (for a group
+    /// whose I frame joined the previous one): it steps from `before` (the previous group's last
+    /// main frame, whose changes were at most `before_scale`)
+    /// by more than [`OFFSET_FACTOR`] times the largest change inside either group, and the step to
+    /// `next` (the next I frame) takes it back to within a quarter. Only fields marked in
+    /// `checked` are compared.
+    pub fn offset_by_its_i_frame(
+        &self,
+        before: &[i64],
+        before_scale: &[i64],
+        next: &[i64],
+        checked: &[bool],
+        scale: &mut Vec<i64>,
+    ) -> bool {
+        if !self.joined || self.mains < MIN_MAINS_FOR_OFFSET {
+            return false;
+        }
+        let (Some(first), Some(last)) = (self.mains().next(), self.last_main()) else {
+            return false;
+        };
+        let n = first.len();
+        if [
+            before.len(),
+            before_scale.len(),
+            next.len(),
+            last.len(),
+            checked.len(),
+        ]
+        .iter()
+        .any(|&len| len != n)
+        {
+            return false;
+        }
+        self.scale(scale);
+        (0..n).filter(|&f| checked[f]).any(|f| {
+            let (into, out) = (first[f] - before[f], next[f] - last[f]);
+            let step = into.abs().min(out.abs());
+            let inside = scale[f].max(before_scale[f]);
+            into.signum() * out.signum() == -1
+                && (into + out).abs() * 4 < into.abs() + out.abs()
+                && step > OFFSET_FACTOR * (inside + 2)
+        })
     }
 
     /// Forget what is held (keeping the buffers) and start a group at an I frame.
