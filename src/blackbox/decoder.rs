@@ -163,8 +163,6 @@ pub struct SessionDecoder<'a> {
     /// Main fields whose I-frame values are variable-byte codes (where a dropped byte shifts one
     /// value and leaves the frame in step), other than iteration and time.
     offset_fields: Vec<bool>,
-    /// Working space for a group's scale.
-    scale: Vec<i64>,
     ledger: Ledger,
 }
 
@@ -254,7 +252,6 @@ impl<'a> SessionDecoder<'a> {
             before_group: Vec::new(),
             before_scale: Vec::new(),
             offset_fields,
-            scale: Vec::new(),
             ledger: Ledger::new(report, layout, data_start),
         }
     }
@@ -514,7 +511,6 @@ impl<'a> SessionDecoder<'a> {
                         &self.before_scale,
                         next,
                         &self.offset_fields,
-                        &mut self.scale,
                     )
                 });
             let trusted = !offset && (joined || self.group.trusted_without_join());
@@ -526,7 +522,7 @@ impl<'a> SessionDecoder<'a> {
             {
                 self.before_group.extend_from_slice(last);
                 if self.group.main_count() >= MIN_MAINS_FOR_OFFSET {
-                    self.group.scale(&mut self.before_scale);
+                    self.before_scale.extend_from_slice(self.group.scale());
                 }
             }
             commit_group(&self.group, &mut self.ledger, trusted, sink);

@@ -47,6 +47,11 @@ pub struct Group {
     joined: bool,
     /// Whether the I frame re-anchored the stream after an implausible jump.
     anchor: bool,
+    /// Where the first and last main frames' values are in `values`.
+    first_main: Option<Range<usize>>,
+    last_main: Option<Range<usize>>,
+    /// Per field, the largest change between consecutive main frames held.
+    scale: Vec<i64>,
 }
 
 impl Group {
@@ -64,9 +69,19 @@ impl Group {
     pub fn push(&mut self, mut item: Item, values: &[i64]) {
         let start = self.values.len();
         self.values.extend_from_slice(values);
-        item.values = start..self.values.len();
+        let range = start..self.values.len();
+        item.values = range.clone();
         if matches!(item.kind, FrameKind::I | FrameKind::P) {
             self.mains += 1;
+            if let Some(previous) = self.last_main.clone().filter(|p| p.len() == values.len()) {
+                self.scale.resize(values.len(), 0);
+                let (held, new) = self.values.split_at(range.start);
+                for ((s, a), b) in self.scale.iter_mut().zip(&held[previous]).zip(new) {
+                    *s = (*s).max((b - a).abs());
+                }
+            }
+            self.first_main.get_or_insert(range.clone());
+            self.last_main = Some(range);
         }
         self.items.push(item);
     }
@@ -78,28 +93,10 @@ impl Group {
         self.joined || self.mains >= needed
     }
 
-    /// The main frames held, by their values.
-    fn mains(&self) -> impl Iterator<Item = &[i64]> {
-        self.items
-            .iter()
-            .filter(|i| matches!(i.kind, FrameKind::I | FrameKind::P))
-            .map(|i| &self.values[i.values.clone()])
-    }
-
     /// Per field, the largest change between consecutive main frames held (empty with fewer than
     /// two).
-    pub fn scale(&self, out: &mut Vec<i64>) {
-        out.clear();
-        let mut previous: Option<&[i64]> = None;
-        for values in self.mains() {
-            if let Some(p) = previous.filter(|p| p.len() == values.len()) {
-                out.resize(values.len(), 0);
-                for ((s, a), b) in out.iter_mut().zip(p).zip(values) {
-                    *s = (*s).max((b - a).abs());
-                }
-            }
-            previous = Some(values);
-        }
+    pub fn scale(&self) -> &[i64] {
+        &self.scale
     }
 
     /// Whether a logging-resume event is held: frames went unlogged before the next I frame.
@@ -116,7 +113,7 @@ impl Group {
 
     /// The last main frame held.
     pub fn last_main(&self) -> Option<&[i64]> {
-        self.mains().last()
+        self.last_main.clone().map(|r| &self.values[r])
     }
 
     /// Whether one field of the group's I frame is offset from both its neighbours (for a group
@@ -131,20 +128,21 @@ impl Group {
         before_scale: &[i64],
         next: &[i64],
         checked: &[bool],
-        scale: &mut Vec<i64>,
     ) -> bool {
         if !self.joined || self.mains < MIN_MAINS_FOR_OFFSET {
             return false;
         }
-        let (Some(first), Some(last)) = (self.mains().next(), self.last_main()) else {
+        let (Some(first), Some(last)) = (self.first_main.clone(), self.last_main()) else {
             return false;
         };
+        let (first, scale) = (&self.values[first], &self.scale);
         let n = first.len();
         if [
             before.len(),
             before_scale.len(),
             next.len(),
             last.len(),
+            scale.len(),
             checked.len(),
         ]
         .iter()
@@ -152,7 +150,6 @@ impl Group {
         {
             return false;
         }
-        self.scale(scale);
         (0..n).filter(|&f| checked[f]).any(|f| {
             let (into, out) = (first[f] - before[f], next[f] - last[f]);
             let step = into.abs().min(out.abs());
@@ -175,6 +172,9 @@ impl Group {
         self.items.clear();
         self.values.clear();
         self.mains = 0;
+        self.first_main = None;
+        self.last_main = None;
+        self.scale.clear();
         self.joined = false;
         self.anchor = false;
     }
