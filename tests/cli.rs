@@ -481,3 +481,71 @@ fn bytes_after_a_log_end_event_are_not_damage() {
         .expect("the MSP bytes are a region after the log end");
     assert_eq!(after["end"], log.len() as u64 + 9);
 }
+
+#[test]
+fn a_directory_is_checked_recursively_with_a_summary_table() {
+    let dir = temp_dir("batch");
+    std::fs::create_dir_all(dir.join("b/c")).unwrap();
+    std::fs::copy(demo(), dir.join("a.bbl")).unwrap();
+    let damaged = damaged_demo(&dir, 20_000, 3);
+    std::fs::rename(&damaged, dir.join("b/c/damaged.bbl")).unwrap();
+    let dataflash = common::own_corpus().join("seeds/dataflash/copter-1s.bin");
+    std::fs::copy(&dataflash, dir.join("b/flight.bin")).unwrap();
+    std::fs::write(dir.join("b/notes.txt"), "not a log").unwrap();
+
+    let out = bbcheck(&["check", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "damage in one file exits 1");
+    let text = String::from_utf8(out.stdout).unwrap();
+    // Reports come in path order, whatever order the workers finish in.
+    let at = |name: &str| text.find(&format!("{name}: ")).unwrap_or(usize::MAX);
+    let (a, f, d) = (at("a.bbl"), at("flight.bin"), at("damaged.bbl"));
+    assert!(a < d && d < f && f < usize::MAX, "{text}");
+    let table: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("file "))
+        .collect();
+    assert_eq!(table.len(), 5, "{text}");
+    assert!(table[1].contains("a.bbl") && table[1].ends_with("clean"));
+    assert!(table[2].contains("damaged.bbl") && table[2].ends_with("damaged"));
+    assert!(table[3].contains("flight.bin") && table[3].contains("ardupilot-dataflash"));
+    assert_eq!(
+        table[4],
+        "3 checked: 2 clean, 1 damaged; 1 skipped (not a log); 0 unreadable"
+    );
+    // Named on the command line, a file that is not a log is still an error.
+    let out = bbcheck(&["check", dir.join("b/notes.txt").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    // JSON output stays one document per file, without the table.
+    let out = bbcheck(&["check", "--json", dir.to_str().unwrap()]);
+    let docs: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(docs.len(), 3);
+    assert!(docs[0]["path"].as_str().unwrap().ends_with("a.bbl"));
+}
+
+#[test]
+fn a_dash_reads_standard_input() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bbcheck"))
+        .args(["check", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let data = std::fs::read(demo()).unwrap();
+    child.stdin.take().unwrap().write_all(&data).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.starts_with(&format!(
+            "<stdin>: {} bytes, 2 session(s): clean",
+            data.len()
+        )),
+        "{text}"
+    );
+}

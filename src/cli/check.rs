@@ -1,15 +1,24 @@
 //! `bbcheck check`: a summary per file and session, and every corrupt span, as text or JSON.
 
 use super::{Detected, EXIT_CLEAN, EXIT_DAMAGED, EXIT_ERROR, Error, LogFormat, detect, read_input};
-use crate::blackbox::{self, decoder::Discard};
+use crate::blackbox::{
+    self,
+    decoder::{Frame, Sink},
+};
 use crate::dataflash::{self, DataflashReport};
 use crate::report::{FileReport, SessionReport};
-use std::io::{self, Write};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::collections::BTreeMap;
+use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Log files to check.
+    /// Log files to check (`-` reads standard input); directories are searched recursively, and
+    /// files in them that hold no log are skipped. Files are checked in parallel on all cores.
     #[arg(required = true)]
     files: Vec<PathBuf>,
     /// Print one JSON document per file instead of text.
@@ -38,69 +47,310 @@ impl Checked {
     }
 }
 
-/// Check one file read as `format`; returns its bytes and the report.
-pub fn check_file_as(path: &Path, format: LogFormat) -> Result<(Vec<u8>, Checked), Error> {
-    let data = read_input(path)?;
-    if detect(path, &data, format)? == Detected::Dataflash {
-        let report = dataflash::check(&path.display().to_string(), &data);
-        return Ok((data, Checked::Dataflash(Box::new(report))));
-    }
-    let report = check_blackbox(path, &data)?;
-    Ok((data, Checked::Blackbox(report)))
-}
-
-/// Check one Blackbox file; returns its bytes and the report.
-pub fn check_file(path: &Path) -> Result<(Vec<u8>, FileReport), Error> {
-    let data = read_input(path)?;
-    let report = check_blackbox(path, &data)?;
-    Ok((data, report))
-}
-
-fn check_blackbox(path: &Path, data: &[u8]) -> Result<FileReport, Error> {
-    if !blackbox::is_blackbox(data) {
-        return Err(Error::NotALog {
+/// Check `data`, the bytes of `path`, read as `format`; Blackbox frames go to `sink`.
+pub fn check_data(
+    path: &Path,
+    data: &[u8],
+    format: LogFormat,
+    sink: &mut impl Sink,
+) -> Result<Checked, Error> {
+    let name = display(path);
+    match detect(path, data, format)? {
+        Detected::Dataflash => Ok(Checked::Dataflash(Box::new(dataflash::check(&name, data)))),
+        Detected::Blackbox if !blackbox::is_blackbox(data) => Err(Error::NotALog {
             path: path.to_owned(),
             size: data.len() as u64,
-        });
+        }),
+        Detected::Blackbox => Ok(Checked::Blackbox(blackbox::decode(
+            &name,
+            data,
+            |_, _| {},
+            sink,
+        ))),
     }
-    let name = path.display().to_string();
-    Ok(blackbox::decode(&name, data, |_, _| {}, &mut Discard))
 }
 
-pub fn run(args: &Args) -> Result<u8, Error> {
-    let stdout = io::stdout();
-    let mut out = stdout.lock();
-    let mut code = EXIT_CLEAN;
-    for path in &args.files {
-        let (data, report) = match check_file_as(path, args.format) {
-            Ok(checked) => checked,
-            Err(Error::BrokenPipe) => return Err(Error::BrokenPipe),
-            Err(e) => {
-                eprintln!("bbcheck: {e}");
-                code = EXIT_ERROR;
-                continue;
+/// A file to check; one found by walking a directory is skipped, not an error, when it holds no
+/// log.
+struct Input {
+    path: PathBuf,
+    found: bool,
+}
+
+/// What checking one file came to.
+enum Outcome {
+    Checked {
+        /// The text or JSON written for the file.
+        text: Vec<u8>,
+        row: Row,
+    },
+    /// A file found in a directory that holds no log.
+    Skipped,
+    Failed(Error),
+}
+
+/// A file's line in the batch summary.
+struct Row {
+    path: String,
+    format: &'static str,
+    size: u64,
+    sessions: usize,
+    spans: usize,
+    clean: bool,
+}
+
+/// The files to check: the paths given, with directories walked recursively in name order.
+fn inputs(paths: &[PathBuf]) -> Result<Vec<Input>, Error> {
+    fn walk(dir: &Path, out: &mut Vec<Input>) -> Result<(), Error> {
+        let mut entries = std::fs::read_dir(dir)
+            .and_then(|entries| {
+                entries
+                    .map(|e| e.map(|e| e.path()))
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .map_err(|e| Error::io(dir, e))?;
+        entries.sort();
+        for path in entries {
+            if path.is_dir() {
+                walk(&path, out)?;
+            } else if path.is_file() {
+                out.push(Input { path, found: true });
             }
-        };
-        if !report.is_clean() && code == EXIT_CLEAN {
-            code = EXIT_DAMAGED;
         }
-        let hexdump = args.hexdump.then_some(&data[..]);
-        let written = match (&report, args.json) {
-            (Checked::Blackbox(report), true) => serde_json::to_writer(&mut out, report)
-                .map_err(io::Error::from)
-                .and_then(|()| writeln!(out)),
-            (Checked::Dataflash(report), true) => serde_json::to_writer(&mut out, report)
-                .map_err(io::Error::from)
-                .and_then(|()| writeln!(out)),
-            (Checked::Blackbox(report), false) => write_human(&mut out, report, hexdump),
-            (Checked::Dataflash(report), false) => {
-                dataflash::report::write_summary(&mut out, report)
-                    .and_then(|()| write_spans(&mut out, &report.file, hexdump))
-            }
-        };
-        written.map_err(|e| Error::io(Path::new("<stdout>"), e))?;
+        Ok(())
     }
-    Ok(code)
+    let mut out = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            walk(path, &mut out)?;
+        } else {
+            out.push(Input {
+                path: path.clone(),
+                found: false,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// A sink that keeps nothing but the offset reached, for the progress bar.
+struct Progress<'a>(&'a AtomicU64);
+
+impl Sink for Progress<'_> {
+    fn frame(&mut self, frame: &Frame<'_>) {
+        self.0.store(frame.offset, Ordering::Relaxed);
+    }
+}
+
+fn check_one(input: &Input, args: &Args, reached: &AtomicU64) -> Outcome {
+    let checked = read_input(&input.path).and_then(|data| {
+        let report = check_data(&input.path, &data, args.format, &mut Progress(reached))?;
+        Ok((data, report))
+    });
+    let (data, report) = match checked {
+        Ok(checked) => checked,
+        Err(Error::NotALog { .. } | Error::UnknownFormat { .. }) if input.found => {
+            return Outcome::Skipped;
+        }
+        Err(e) => return Outcome::Failed(e),
+    };
+    let mut text = Vec::new();
+    let hexdump = args.hexdump.then_some(&data[..]);
+    let written = match (&report, args.json) {
+        (Checked::Blackbox(report), true) => serde_json::to_writer(&mut text, report)
+            .map_err(io::Error::from)
+            .and_then(|()| writeln!(text)),
+        (Checked::Dataflash(report), true) => serde_json::to_writer(&mut text, report)
+            .map_err(io::Error::from)
+            .and_then(|()| writeln!(text)),
+        (Checked::Blackbox(report), false) => write_human(&mut text, report, hexdump),
+        (Checked::Dataflash(report), false) => dataflash::report::write_summary(&mut text, report)
+            .and_then(|()| write_spans(&mut text, &report.file, hexdump)),
+    };
+    written.expect("writing to memory cannot fail");
+    let file = match &report {
+        Checked::Blackbox(report) => report,
+        Checked::Dataflash(report) => &report.file,
+    };
+    Outcome::Checked {
+        text,
+        row: Row {
+            path: file.path.clone(),
+            format: file.format,
+            size: file.size,
+            sessions: file.sessions.len(),
+            spans: file.corrupt_spans.len(),
+            clean: report.is_clean(),
+        },
+    }
+}
+
+/// Check every file, on all cores, printing each file's report in the order given; several files
+/// end with a summary table.
+pub fn run(args: &Args) -> Result<u8, Error> {
+    let inputs = inputs(&args.files)?;
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, inputs.len().max(1));
+    let reached: Vec<AtomicU64> = (0..workers).map(|_| AtomicU64::new(0)).collect();
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let total: u64 = inputs
+        .iter()
+        .map(|i| std::fs::metadata(&i.path).map_or(0, |m| m.len()))
+        .sum();
+    let bar = progress_bar(total);
+    let (tx, rx) = mpsc::channel();
+    let mut printer = Printer {
+        out: io::stdout().lock(),
+        code: EXIT_CLEAN,
+        rows: Vec::new(),
+        skipped: 0,
+        failed: 0,
+    };
+    let printed = std::thread::scope(|scope| {
+        for reached in &reached {
+            let (tx, next, stop, inputs) = (tx.clone(), &next, &stop, &inputs);
+            scope.spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(input) = inputs.get(i) else { break };
+                    reached.store(0, Ordering::Relaxed);
+                    let size = std::fs::metadata(&input.path).map_or(0, |m| m.len());
+                    let outcome = check_one(input, args, reached);
+                    reached.store(0, Ordering::Relaxed);
+                    if tx.send((i, size, outcome)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        let mut pending = BTreeMap::new();
+        let (mut next_out, mut done) = (0, 0u64);
+        loop {
+            match rx.recv_timeout(Duration::from_millis(100)) {
+                Ok((i, size, outcome)) => {
+                    done += size;
+                    pending.insert(i, outcome);
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+            let in_flight: u64 = reached.iter().map(|r| r.load(Ordering::Relaxed)).sum();
+            bar.set_position((done + in_flight).min(total));
+            while let Some(outcome) = pending.remove(&next_out) {
+                next_out += 1;
+                if let Err(e) = bar.suspend(|| printer.print(outcome)) {
+                    stop.store(true, Ordering::Relaxed);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    });
+    bar.finish_and_clear();
+    printed?;
+    if inputs.len() > 1 && !args.json {
+        printer
+            .summary()
+            .map_err(|e| Error::io(Path::new("<stdout>"), e))?;
+    }
+    Ok(printer.code)
+}
+
+/// A progress bar on standard error, only when it is a terminal.
+fn progress_bar(total: u64) -> ProgressBar {
+    if !io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    if let Ok(style) =
+        ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {bytes_per_sec}, {eta} left")
+    {
+        bar.set_style(style);
+    }
+    bar
+}
+
+/// Writes each file's report as it comes, keeping what the summary and exit code need.
+struct Printer<W: Write> {
+    out: W,
+    code: u8,
+    rows: Vec<Row>,
+    skipped: usize,
+    failed: usize,
+}
+
+impl<W: Write> Printer<W> {
+    fn print(&mut self, outcome: Outcome) -> Result<(), Error> {
+        match outcome {
+            Outcome::Checked { text, row } => {
+                if !row.clean && self.code == EXIT_CLEAN {
+                    self.code = EXIT_DAMAGED;
+                }
+                self.rows.push(row);
+                self.out
+                    .write_all(&text)
+                    .map_err(|e| Error::io(Path::new("<stdout>"), e))
+            }
+            Outcome::Skipped => {
+                self.skipped += 1;
+                Ok(())
+            }
+            Outcome::Failed(Error::BrokenPipe) => Err(Error::BrokenPipe),
+            Outcome::Failed(e) => {
+                eprintln!("bbcheck: {e}");
+                self.failed += 1;
+                self.code = EXIT_ERROR;
+                Ok(())
+            }
+        }
+    }
+
+    /// One line per checked file, then the totals.
+    fn summary(&mut self) -> io::Result<()> {
+        let out = &mut self.out;
+        let width = self
+            .rows
+            .iter()
+            .map(|r| r.path.len())
+            .max()
+            .unwrap_or(4)
+            .max(4);
+        writeln!(out)?;
+        writeln!(
+            out,
+            "{:width$}  {:19}  {:>12}  {:>8}  {:>5}  verdict",
+            "file", "format", "bytes", "sessions", "spans"
+        )?;
+        for r in &self.rows {
+            let verdict = if r.clean { "clean" } else { "damaged" };
+            writeln!(
+                out,
+                "{:width$}  {:19}  {:>12}  {:>8}  {:>5}  {verdict}",
+                r.path, r.format, r.size, r.sessions, r.spans
+            )?;
+        }
+        let damaged = self.rows.iter().filter(|r| !r.clean).count();
+        writeln!(
+            out,
+            "{} checked: {} clean, {damaged} damaged; {} skipped (not a log); {} unreadable",
+            self.rows.len(),
+            self.rows.len() - damaged,
+            self.skipped,
+            self.failed
+        )
+    }
+}
+
+/// How a path is named in reports (standard input as `<stdin>`).
+fn display(path: &Path) -> String {
+    if path == Path::new("-") {
+        "<stdin>".into()
+    } else {
+        path.display().to_string()
+    }
 }
 
 fn seconds(us: u64) -> String {

@@ -127,8 +127,14 @@ fn detect(path: &Path, data: &[u8], choice: LogFormat) -> Result<Detected, Error
     }
 }
 
-/// Read a whole input file.
+/// Read a whole input file; `-` is standard input.
 fn read_input(path: &Path) -> Result<Vec<u8>, Error> {
+    if path == Path::new("-") {
+        let mut data = Vec::new();
+        io::Read::read_to_end(&mut io::stdin().lock(), &mut data)
+            .map_err(|e| Error::io(Path::new("<stdin>"), e))?;
+        return Ok(data);
+    }
     std::fs::read(path).map_err(|e| Error::io(path, e))
 }
 
