@@ -3,7 +3,8 @@
 //! The header is kept (its damaged lines left out); every trusted frame and event is re-encoded in
 //! file order. Where frames were lost, a logging-resume event carries the next iteration and time
 //! so that every decoder accepts the jump, and the next main frame is an I frame (the only kind
-//! trusted after a loss). A session cut short gets a log-end event. Bytes between sessions and
+//! trusted after a loss). An I frame kept after damaged bytes gets one too, even when no frame was
+//! lost: its values are not compared with the frames before the damage. A session cut short gets a log-end event. Bytes between sessions and
 //! padding are dropped.
 
 use super::decoder::{EventFrame, Frame, Sink, Validation};
@@ -283,6 +284,8 @@ impl Reencoder {
 
 impl Sink for Reencoder {
     fn frame(&mut self, frame: &Frame<'_>) {
+        // Damaged bytes came between this frame and the last one kept.
+        let after_damage = self.last_input_end.is_some_and(|end| end != frame.offset);
         self.note_position(frame.offset, frame.offset + frame.len as u64);
         let Some(w) = &mut self.writer else { return };
         let values = frame.values;
@@ -308,7 +311,12 @@ impl Sink for Reencoder {
                     .and_then(|d| d.index_of("time"))
                     .unwrap_or(1);
                 let iteration = values[index] as u32;
-                if self.expected_iteration.is_some_and(|e| e != iteration) {
+                // Where frames were lost, or an I frame follows damage (its values need not
+                // continue from the last frame kept), a logging-resume event says so.
+                let resume = self.expected_iteration.is_some_and(|e| {
+                    e != iteration || (frame.kind == FrameKind::I && after_damage)
+                });
+                if resume {
                     let resume = Event::LoggingResume {
                         iteration,
                         time: values[time_index] as u32,
