@@ -91,6 +91,14 @@ struct Step {
     count: usize,
 }
 
+/// Consecutive fields sharing one predictor, predicted in one loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Run {
+    predictor: Predictor,
+    start: usize,
+    end: usize,
+}
+
 /// The layout of one frame type, as the header defines it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FrameDef {
@@ -100,6 +108,9 @@ pub struct FrameDef {
     /// Data version 1 lays TAG8_4S16 out differently.
     pub data_version: u32,
     steps: Vec<Step>,
+    runs: Vec<Run>,
+    /// Each field's signed flag.
+    signed: Vec<bool>,
 }
 
 impl FrameDef {
@@ -130,12 +141,26 @@ impl FrameDef {
             });
             i += count;
         }
+        let mut runs: Vec<Run> = Vec::new();
+        for (i, field) in fields.iter().enumerate() {
+            match runs.last_mut() {
+                Some(run) if run.predictor == field.predictor => run.end = i + 1,
+                _ => runs.push(Run {
+                    predictor: field.predictor,
+                    start: i,
+                    end: i + 1,
+                }),
+            }
+        }
+        let signed = fields.iter().map(|f| f.signed).collect();
         FrameDef {
             kind,
             names,
             fields,
             data_version,
             steps,
+            runs,
+            signed,
         }
     }
 
@@ -168,31 +193,84 @@ impl FrameDef {
                 remaining: body.len(),
             });
         }
+        let out = &mut out[..self.fields.len()];
+        // The residuals first, in place; then the predictions, in field order (a motor[0]
+        // prediction reads an earlier field of the same frame).
         let mut rest = body;
         let mut bit = 0usize;
-        let mut raw = [0i64; 8];
         for step in &self.steps {
+            let residuals = &mut out[step.first..step.first + step.count];
             if step.encoding.is_bitstream() {
                 let (next, value) = decode_bits(step.encoding, (rest, bit)).map_err(flatten)?;
                 rest = next.0;
                 bit = next.1;
-                raw[0] = value;
+                residuals[0] = value;
             } else {
                 if bit != 0 {
                     rest = &rest[1..];
                     bit = 0;
                 }
-                rest = self.decode_bytes(step, rest, &mut raw).map_err(flatten)?;
+                rest = self.decode_bytes(step, rest, residuals).map_err(flatten)?;
             }
-            for (j, &residual) in raw.iter().enumerate().take(step.count) {
-                let i = step.first + j;
-                let field = self.fields[i];
-                let prediction = field.predictor.predict(i, ctx, out);
-                out[i] = normalise(residual.wrapping_add(prediction), field.signed);
-            }
+        }
+        for run in &self.runs {
+            self.predict_run(run, ctx, out);
         }
         let consumed = body.len() - rest.len() + usize::from(bit != 0);
         Ok(consumed)
+    }
+
+    /// Add the run's predictions to the residuals in `out` and normalise the values.
+    #[inline]
+    fn predict_run(&self, run: &Run, ctx: &Context<'_>, out: &mut [i64]) {
+        let (start, end) = (run.start, run.end);
+        let signed = &self.signed[start..end];
+        // History as long as the run needs, or none at all (then predictions read 0).
+        fn whole(frame: Option<&[i64]>, start: usize, end: usize) -> Result<Option<&[i64]>, ()> {
+            match frame {
+                Some(f) if f.len() >= end => Ok(Some(&f[start..end])),
+                Some(_) => Err(()),
+                None => Ok(None),
+            }
+        }
+        let previous = whole(ctx.previous, start, end);
+        let previous2 = whole(ctx.previous2, start, end);
+        let constant =
+            |out: &mut [i64], c: i64| fill(&mut out[start..end], signed, |_, r| r.wrapping_add(c));
+        match (run.predictor, previous, previous2) {
+            (Predictor::Zero, _, _) => constant(out, 0),
+            (Predictor::MinThrottle(c) | Predictor::VbatRef(c) | Predictor::MinMotor(c), _, _) => {
+                constant(out, c)
+            }
+            (Predictor::Fixed1500, _, _) => constant(out, 1500),
+            (Predictor::Motor0(m), _, _) if m < start => {
+                let motor0 = out[m];
+                constant(out, motor0)
+            }
+            (Predictor::Previous, Ok(None), _) => constant(out, 0),
+            (Predictor::Previous, Ok(Some(p1)), _) => {
+                fill(&mut out[start..end], signed, |j, r| r.wrapping_add(p1[j]))
+            }
+            (Predictor::StraightLine | Predictor::Average2, Ok(None), Ok(_))
+            | (Predictor::StraightLine | Predictor::Average2, Ok(_), Ok(None)) => constant(out, 0),
+            (Predictor::StraightLine, Ok(Some(p1)), Ok(Some(p2))) => {
+                fill(&mut out[start..end], signed, |j, r| {
+                    r.wrapping_add(2 * p1[j] - p2[j])
+                })
+            }
+            (Predictor::Average2, Ok(Some(p1)), Ok(Some(p2))) => {
+                fill(&mut out[start..end], signed, |j, r| {
+                    r.wrapping_add((p1[j] + p2[j]) / 2)
+                })
+            }
+            // Rare predictors, and history shorter than the frame: one field at a time.
+            (predictor, _, _) => {
+                for i in start..end {
+                    let prediction = predictor.predict(i, ctx, out);
+                    out[i] = normalise(out[i].wrapping_add(prediction), self.signed[i]);
+                }
+            }
+        }
     }
 
     #[inline]
@@ -200,9 +278,9 @@ impl FrameDef {
         &self,
         step: &Step,
         input: &'a [u8],
-        raw: &mut [i64; 8],
+        raw: &mut [i64],
     ) -> Result<&'a [u8], nom::Err<CodecError>> {
-        let widen = |raw: &mut [i64; 8], values: &[i32]| {
+        let widen = |raw: &mut [i64], values: &[i32]| {
             for (r, &v) in raw.iter_mut().zip(values) {
                 *r = i64::from(v);
             }
@@ -302,6 +380,14 @@ impl FrameDef {
             }
         }
         bits.flush(out);
+    }
+}
+
+/// Set each value to `f(index in the run, residual)`, normalised by its signed flag.
+#[inline(always)]
+fn fill(values: &mut [i64], signed: &[bool], f: impl Fn(usize, i64) -> i64) {
+    for (j, (v, &s)) in values.iter_mut().zip(signed).enumerate() {
+        *v = normalise(f(j, *v), s);
     }
 }
 
