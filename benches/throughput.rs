@@ -121,7 +121,9 @@ fn main() {
         &format!("{ours} main frames"),
     );
     let export = best(|| {
-        bbcheck::cli::export::write_jsonl("bench", &data, std::io::sink()).expect("export");
+        let reached = std::sync::atomic::AtomicU64::new(0);
+        bbcheck::cli::export::write_jsonl("bench", &data, std::io::sink(), &reached)
+            .expect("export");
     });
     row("bbcheck export --jsonl", mib, export, yard, "");
     let mut theirs = 0;

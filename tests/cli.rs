@@ -549,3 +549,30 @@ fn a_dash_reads_standard_input() {
         "{text}"
     );
 }
+
+#[test]
+fn a_file_too_large_to_read_whole_reports_as_if_read() {
+    // Files from 32 MiB on are mapped and their pages released behind the decoder.
+    let dir = temp_dir("large");
+    let one = std::fs::read(demo()).unwrap();
+    let mut data = Vec::with_capacity((33 << 20) + one.len());
+    while data.len() < 33 << 20 {
+        data.extend_from_slice(&one);
+    }
+    // Damage in the middle, far from both ends.
+    data.drain(data.len() / 2..data.len() / 2 + 3);
+    let path = dir.join("large.bbl");
+    std::fs::write(&path, &data).unwrap();
+    let out = bbcheck(&["check", "--json", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let mapped: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let read = bbcheck::blackbox::decode(
+        path.to_str().unwrap(),
+        &data,
+        |_, _| {},
+        &mut bbcheck::blackbox::decoder::Discard,
+    );
+    assert_eq!(mapped, serde_json::to_value(&read).unwrap());
+    assert!(!read.corrupt_spans.is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -74,9 +74,14 @@ pub fn decode_with<S: Sink>(
     mut on_session: impl FnMut(&Session, &mut S),
     sink: &mut S,
 ) -> FileReport {
-    let sessions = sessions(file);
+    // Headers are parsed one session at a time: a file of many sessions never holds them all.
+    let bounds = find_sessions(file);
+    let session = |bounds: SessionBounds| Session {
+        header: Header::parse(file, bounds.start, bounds.end),
+        bounds,
+    };
     let mut regions = Vec::new();
-    let first_start = sessions.first().map_or(file.len(), |s| s.bounds.start);
+    let first_start = bounds.first().map_or(file.len(), |b| b.start);
     if first_start > 0 {
         regions.push(Region {
             start: 0,
@@ -84,13 +89,15 @@ pub fn decode_with<S: Sink>(
             kind: RegionKind::NonLogData,
         });
     }
-    let text_mode = sessions.first().is_some_and(|s| {
-        decoder::is_newline_converted(&file[(s.header.data_start as usize).min(file.len())..])
+    let text_mode = bounds.first().is_some_and(|&b| {
+        let data_start = session(b).header.data_start as usize;
+        decoder::is_newline_converted(&file[data_start.min(file.len())..])
     });
-    let reports = sessions
-        .iter()
-        .map(|session| {
-            on_session(session, sink);
+    let reports = bounds
+        .into_iter()
+        .map(|b| {
+            let session = session(b);
+            on_session(&session, sink);
             SessionDecoder::new(file, &session.header, session.bounds, validation)
                 .text_mode(text_mode)
                 .run(sink)

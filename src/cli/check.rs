@@ -1,9 +1,11 @@
 //! `bbcheck check`: a summary per file and session, and every corrupt span, as text or JSON.
 
-use super::{Detected, EXIT_CLEAN, EXIT_DAMAGED, EXIT_ERROR, Error, LogFormat, detect, read_input};
+use super::{
+    Detected, EXIT_CLEAN, EXIT_DAMAGED, EXIT_ERROR, Error, LogFormat, detect, input, read_input,
+};
 use crate::blackbox::{
     self,
-    decoder::{Frame, Sink},
+    decoder::{Discard, Sink},
 };
 use crate::dataflash::{self, DataflashReport};
 use crate::report::{FileReport, SessionReport};
@@ -72,7 +74,7 @@ pub fn check_data(
 
 /// A file to check; one found by walking a directory is skipped, not an error, when it holds no
 /// log.
-struct Input {
+struct Job {
     path: PathBuf,
     found: bool,
 }
@@ -100,8 +102,8 @@ struct Row {
 }
 
 /// The files to check: the paths given, with directories walked recursively in name order.
-fn inputs(paths: &[PathBuf]) -> Result<Vec<Input>, Error> {
-    fn walk(dir: &Path, out: &mut Vec<Input>) -> Result<(), Error> {
+fn inputs(paths: &[PathBuf]) -> Result<Vec<Job>, Error> {
+    fn walk(dir: &Path, out: &mut Vec<Job>) -> Result<(), Error> {
         let mut entries = std::fs::read_dir(dir)
             .and_then(|entries| {
                 entries
@@ -114,7 +116,7 @@ fn inputs(paths: &[PathBuf]) -> Result<Vec<Input>, Error> {
             if path.is_dir() {
                 walk(&path, out)?;
             } else if path.is_file() {
-                out.push(Input { path, found: true });
+                out.push(Job { path, found: true });
             }
         }
         Ok(())
@@ -124,7 +126,7 @@ fn inputs(paths: &[PathBuf]) -> Result<Vec<Input>, Error> {
         if path.is_dir() {
             walk(path, &mut out)?;
         } else {
-            out.push(Input {
+            out.push(Job {
                 path: path.clone(),
                 found: false,
             });
@@ -133,18 +135,15 @@ fn inputs(paths: &[PathBuf]) -> Result<Vec<Input>, Error> {
     Ok(out)
 }
 
-/// A sink that keeps nothing but the offset reached, for the progress bar.
-struct Progress<'a>(&'a AtomicU64);
-
-impl Sink for Progress<'_> {
-    fn frame(&mut self, frame: &Frame<'_>) {
-        self.0.store(frame.offset, Ordering::Relaxed);
-    }
-}
-
-fn check_one(input: &Input, args: &Args, reached: &AtomicU64) -> Outcome {
+fn check_one(input: &Job, args: &Args, reached: &AtomicU64) -> Outcome {
     let checked = read_input(&input.path).and_then(|data| {
-        let report = check_data(&input.path, &data, args.format, &mut Progress(reached))?;
+        let report = input::bounded(&data, reached, || {
+            let mut sink = input::Reached {
+                inner: Discard,
+                reached,
+            };
+            check_data(&input.path, &data, args.format, &mut sink)
+        })?;
         Ok((data, report))
     });
     let (data, report) = match checked {

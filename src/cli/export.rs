@@ -2,7 +2,7 @@
 //! session in the layout of the reference C decoder.
 
 use super::output::AtomicFile;
-use super::{Detected, EXIT_CLEAN, EXIT_DAMAGED, Error, LogFormat, detect, read_input};
+use super::{Detected, EXIT_CLEAN, EXIT_DAMAGED, Error, LogFormat, detect, input, read_input};
 use crate::blackbox::decoder::{EventFrame, Frame, Sink};
 use crate::blackbox::frame::FrameKind;
 use crate::blackbox::{self, Session};
@@ -11,6 +11,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
 
 #[derive(Debug, clap::Args)]
 #[command(group(clap::ArgGroup::new("format").required(true).args(["jsonl", "csv"])))]
@@ -107,24 +108,40 @@ pub fn run(args: &Args) -> Result<u8, Error> {
         });
     }
     let name = args.file.display().to_string();
+    let reached = AtomicU64::new(0);
     let report = if args.jsonl {
         let stdout = io::stdout();
-        write_jsonl(&name, &data, stdout.lock()).map_err(|e| Error::io(Path::new("<stdout>"), e))?
+        input::bounded(&data, &reached, || {
+            write_jsonl(&name, &data, stdout.lock(), &reached)
+        })
+        .map_err(|e| Error::io(Path::new("<stdout>"), e))?
     } else {
         let (dir, stem) = csv_destination(args);
-        let mut sink = CsvSink {
-            dir,
-            stem,
-            files: Vec::new(),
-            layout: None,
-            slow: Vec::new(),
-            error: None,
+        let mut sink = input::Reached {
+            inner: CsvSink {
+                dir,
+                stem,
+                files: Vec::new(),
+                layout: None,
+                slow: Vec::new(),
+                error: None,
+            },
+            reached: &reached,
         };
-        let report = blackbox::decode(&name, &data, CsvSink::start_session, &mut sink);
-        if let Some(e) = sink.error {
+        let report = input::bounded(&data, &reached, || {
+            blackbox::decode(
+                &name,
+                &data,
+                |session, sink: &mut input::Reached<CsvSink>| {
+                    CsvSink::start_session(session, &mut sink.inner)
+                },
+                &mut sink,
+            )
+        });
+        if let Some(e) = sink.inner.error {
             return Err(e);
         }
-        for file in sink.files {
+        for file in sink.inner.files {
             file.commit()?;
         }
         report
@@ -137,17 +154,32 @@ pub fn run(args: &Args) -> Result<u8, Error> {
 }
 
 /// Decode `data` and write it as JSON Lines to `out`: per session a session record, then its
-/// accepted frames and events in file order.
-pub fn write_jsonl(name: &str, data: &[u8], out: impl Write) -> io::Result<FileReport> {
-    let mut sink = JsonlSink {
-        out: BufWriter::with_capacity(1 << 16, out),
-        session: 0,
-        error: None,
+/// accepted frames and events in file order. The offset decoding has reached goes to `reached`.
+pub fn write_jsonl(
+    name: &str,
+    data: &[u8],
+    out: impl Write,
+    reached: &AtomicU64,
+) -> io::Result<FileReport> {
+    let mut sink = input::Reached {
+        inner: JsonlSink {
+            out: BufWriter::with_capacity(1 << 16, out),
+            session: 0,
+            error: None,
+        },
+        reached,
     };
-    let report = blackbox::decode(name, data, JsonlSink::start_session, &mut sink);
-    match sink.error {
+    let report = blackbox::decode(
+        name,
+        data,
+        |session, sink: &mut input::Reached<JsonlSink<_>>| {
+            JsonlSink::start_session(session, &mut sink.inner)
+        },
+        &mut sink,
+    );
+    match sink.inner.error {
         Some(e) => Err(e),
-        None => sink.out.flush().map(|()| report),
+        None => sink.inner.out.flush().map(|()| report),
     }
 }
 

@@ -6,6 +6,7 @@
 pub mod check;
 mod damage;
 pub mod export;
+mod input;
 mod output;
 mod salvage;
 
@@ -127,15 +128,9 @@ fn detect(path: &Path, data: &[u8], choice: LogFormat) -> Result<Detected, Error
     }
 }
 
-/// Read a whole input file; `-` is standard input.
-fn read_input(path: &Path) -> Result<Vec<u8>, Error> {
-    if path == Path::new("-") {
-        let mut data = Vec::new();
-        io::Read::read_to_end(&mut io::stdin().lock(), &mut data)
-            .map_err(|e| Error::io(Path::new("<stdin>"), e))?;
-        return Ok(data);
-    }
-    std::fs::read(path).map_err(|e| Error::io(path, e))
+/// Open an input file; `-` is standard input.
+fn read_input(path: &Path) -> Result<input::Input, Error> {
+    input::open(path)
 }
 
 /// Parse the arguments, run the command and return the exit code.

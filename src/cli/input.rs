@@ -1,0 +1,114 @@
+//! Input files: small ones read whole, large ones mapped. While a mapped file is worked on, the
+//! pages away from where the work has reached are released, so resident memory stays bounded
+//! whatever the file's size.
+
+use super::Error;
+use crate::blackbox::decoder::{EventFrame, Frame, Sink};
+use memmap2::{Mmap, UncheckedAdvice};
+use std::io::{self, Read};
+use std::ops::Deref;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Files at least this large are mapped rather than read.
+pub const MAP_FROM: u64 = 32 << 20;
+/// Bytes kept resident on each side of the offset reached.
+const WINDOW: usize = 4 << 20;
+/// How often pages are released.
+const TICK: Duration = Duration::from_millis(1);
+
+/// The bytes of an input file.
+pub enum Input {
+    Read(Vec<u8>),
+    Mapped(Mmap),
+}
+
+impl Deref for Input {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Input::Read(data) => data,
+            Input::Mapped(map) => map,
+        }
+    }
+}
+
+/// Open an input file; `-` is standard input (always read whole).
+pub fn open(path: &Path) -> Result<Input, Error> {
+    if path == Path::new("-") {
+        let mut data = Vec::new();
+        io::stdin()
+            .lock()
+            .read_to_end(&mut data)
+            .map_err(|e| Error::io(Path::new("<stdin>"), e))?;
+        return Ok(Input::Read(data));
+    }
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let size = file.metadata().map_err(|e| Error::io(path, e))?.len();
+    if size < MAP_FROM {
+        let mut data = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+        (&file)
+            .read_to_end(&mut data)
+            .map_err(|e| Error::io(path, e))?;
+        return Ok(Input::Read(data));
+    }
+    // SAFETY: the map is read-only; bbcheck never writes its inputs. Another process truncating
+    // the file while it is read is outside what any reader of a file can guard against.
+    let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
+    Ok(Input::Mapped(map))
+}
+
+/// Run `work` on `input`, releasing the mapped pages more than [`WINDOW`] away from `reached` (an
+/// offset the work updates as it goes) while it runs.
+pub fn bounded<T>(input: &Input, reached: &AtomicU64, work: impl FnOnce() -> T) -> T {
+    let Input::Mapped(map) = input else {
+        return work();
+    };
+    let done = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while !done.load(Ordering::Relaxed) {
+                std::thread::sleep(TICK);
+                release_outside(map, reached.load(Ordering::Relaxed));
+            }
+        });
+        let result = work();
+        done.store(true, Ordering::Relaxed);
+        result
+    })
+}
+
+/// Drop the pages of `map` outside [`WINDOW`] on either side of `reached` from memory.
+fn release_outside(map: &Mmap, reached: u64) {
+    let reached = usize::try_from(reached)
+        .unwrap_or(usize::MAX)
+        .min(map.len());
+    let low = reached.saturating_sub(WINDOW);
+    let high = reached.saturating_add(WINDOW).min(map.len());
+    // SAFETY: the map is a shared, read-only file mapping: dropping its pages only makes the next
+    // access read them again from the file, so every borrow of the bytes stays valid. Failure
+    // only means the pages stay resident.
+    unsafe {
+        let _ = map.unchecked_advise_range(UncheckedAdvice::DontNeed, 0, low);
+        let _ = map.unchecked_advise_range(UncheckedAdvice::DontNeed, high, map.len() - high);
+    }
+}
+
+/// A sink that notes the offset decoding has reached (for [`bounded`] and progress bars) and
+/// passes everything on to `inner`.
+pub struct Reached<'a, S> {
+    pub inner: S,
+    pub reached: &'a AtomicU64,
+}
+
+impl<S: Sink> Sink for Reached<'_, S> {
+    fn frame(&mut self, frame: &Frame<'_>) {
+        self.reached.store(frame.offset, Ordering::Relaxed);
+        self.inner.frame(frame);
+    }
+    fn event(&mut self, event: &EventFrame<'_>) {
+        self.reached.store(event.offset, Ordering::Relaxed);
+        self.inner.event(event);
+    }
+}
