@@ -390,6 +390,31 @@ pub struct Formats {
     pub multipliers: BTreeMap<char, f64>,
 }
 
+impl Formats {
+    /// Whether both tables define the same types the same way, wherever their FMT messages are.
+    pub fn same_definitions(&self, other: &Formats) -> bool {
+        let same = |a: &Format, b: &Format| {
+            a.type_id == b.type_id
+                && a.declared_length == b.declared_length
+                && a.name == b.name
+                && a.format == b.format
+                && a.columns == b.columns
+                && a.fields == b.fields
+                && a.role == b.role
+                && a.unit_ids == b.unit_ids
+                && a.mult_ids == b.mult_ids
+        };
+        self.units == other.units
+            && self.multipliers == other.multipliers
+            && self.slots.len() == other.slots.len()
+            && self.slots.iter().zip(&other.slots).all(|pair| match pair {
+                (None, None) => true,
+                (Some(a), Some(b)) => same(a, b),
+                _ => false,
+            })
+    }
+}
+
 impl Default for Formats {
     fn default() -> Self {
         Formats::new()

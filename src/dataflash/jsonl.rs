@@ -13,6 +13,7 @@ use super::report::{DataflashReport, FORMAT_NAME, Observer, build};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::io::{self, BufWriter, Write};
+use std::rc::Rc;
 
 /// One format in the session record.
 #[derive(Serialize)]
@@ -104,7 +105,7 @@ fn write_value(out: &mut impl Write, value: Value<'_>) -> io::Result<()> {
 struct JsonlSink<'f, W: Write> {
     out: W,
     /// The format table at the end of each session (from a first pass).
-    session_formats: &'f [Formats],
+    session_formats: &'f [Rc<Formats>],
     /// The session being written, from 1.
     session: usize,
     observer: Observer,
@@ -114,7 +115,10 @@ struct JsonlSink<'f, W: Write> {
 impl<W: Write> JsonlSink<'_, W> {
     fn session_record(&mut self, offset: u64) -> io::Result<()> {
         let empty = Formats::new();
-        let formats = self.session_formats.get(self.session - 1).unwrap_or(&empty);
+        let formats = self
+            .session_formats
+            .get(self.session - 1)
+            .map_or(&empty, |f| &**f);
         let record = SessionRecord {
             kind: "session",
             session: self.session,

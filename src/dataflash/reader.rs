@@ -25,6 +25,7 @@ use super::fmt::{
 use super::message::{Fields, Message, decode_name};
 use crate::report::DamageReason;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 /// Which rules decide what to accept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,8 +121,9 @@ pub struct Scan {
     /// Where each log (session) starts: 0, then every FMT that defines FMT itself after other
     /// messages (a restarted or appended log starts by writing its formats again).
     pub sessions: Vec<u64>,
-    /// The format table at the end of each session.
-    pub session_formats: Vec<Formats>,
+    /// The format table at the end of each session (sessions that end with the same table share
+    /// it: a card of appended logs holds one).
+    pub session_formats: Vec<Rc<Formats>>,
 }
 
 /// Bytes between accepted messages.
@@ -239,7 +241,7 @@ struct Scanner<'a> {
     truncated: Option<TruncatedMessage>,
     unreadable_headers: u64,
     sessions: Vec<u64>,
-    session_formats: Vec<Formats>,
+    session_formats: Vec<Rc<Formats>>,
     /// Messages accepted in the current session.
     session_messages: u64,
 }
@@ -252,6 +254,15 @@ pub fn padding_start(data: &[u8]) -> usize {
         }
         _ => data.len(),
     }
+}
+
+/// Keep the format table a session ends with, shared with the session before when equal.
+fn push_session_formats(tables: &mut Vec<Rc<Formats>>, formats: &Formats) {
+    let table = match tables.last() {
+        Some(last) if last.same_definitions(formats) => Rc::clone(last),
+        _ => Rc::new(formats.clone()),
+    };
+    tables.push(table);
 }
 
 impl Scanner<'_> {
@@ -408,7 +419,7 @@ impl Scanner<'_> {
                 .is_some_and(|f| f.type_id == FMT_TYPE && f.role == Role::Fmt);
             if defines_fmt && self.session_messages > 0 {
                 // Every log starts by defining FMT itself: a new one starts here.
-                self.session_formats.push(self.formats.clone());
+                push_session_formats(&mut self.session_formats, &self.formats);
                 self.sessions.push(pos as u64);
                 self.session_messages = 0;
                 sink.session(pos as u64);
@@ -468,7 +479,7 @@ impl Scanner<'_> {
             self.flush_count(type_id);
         }
         self.counts.retain(|_, count| *count > 0);
-        self.session_formats.push(self.formats.clone());
+        push_session_formats(&mut self.session_formats, &self.formats);
         Scan {
             formats: self.formats,
             messages: self.messages,
