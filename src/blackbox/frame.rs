@@ -125,12 +125,17 @@ impl FrameDef {
         let mut i = 0;
         while i < fields.len() {
             let encoding = fields[i].encoding;
-            let group = match encoding {
-                Encoding::Tag8_8Svb => fields[i..]
+            let run = |limit| {
+                fields[i..]
                     .iter()
-                    .take(8)
-                    .take_while(|f| f.encoding == Encoding::Tag8_8Svb)
-                    .count(),
+                    .take(limit)
+                    .take_while(|f| f.encoding == encoding)
+                    .count()
+            };
+            let group = match encoding {
+                Encoding::Tag8_8Svb => run(8),
+                // Consecutive variable-byte fields are read in one loop.
+                Encoding::SignedVb | Encoding::UnsignedVb => run(usize::MAX),
                 other => other.group_size(),
             };
             let count = group.min(fields.len() - i);
@@ -287,13 +292,21 @@ impl FrameDef {
         };
         let rest = match step.encoding {
             Encoding::SignedVb => {
-                let (rest, v) = varint::signed_vb(input)?;
-                raw[0] = i64::from(v);
+                let mut rest = input;
+                for r in raw.iter_mut() {
+                    let (next, v) = varint::signed_vb(rest)?;
+                    *r = i64::from(v);
+                    rest = next;
+                }
                 rest
             }
             Encoding::UnsignedVb => {
-                let (rest, v) = varint::unsigned_vb(input)?;
-                raw[0] = i64::from(v);
+                let mut rest = input;
+                for r in raw.iter_mut() {
+                    let (next, v) = varint::unsigned_vb(rest)?;
+                    *r = i64::from(v);
+                    rest = next;
+                }
                 rest
             }
             Encoding::Neg14Bit => {
@@ -344,6 +357,18 @@ impl FrameDef {
         let mut bits = BitWriter::default();
         let mut residuals = [0i32; 8];
         for step in &self.steps {
+            if matches!(step.encoding, Encoding::SignedVb | Encoding::UnsignedVb) {
+                bits.flush(out);
+                for i in step.first..step.first + step.count {
+                    let prediction = self.fields[i].predictor.predict(i, ctx, values);
+                    let r = values[i].wrapping_sub(prediction) as i32;
+                    match step.encoding {
+                        Encoding::SignedVb => varint::write_signed_vb(out, r),
+                        _ => varint::write_unsigned_vb(out, r as u32),
+                    }
+                }
+                continue;
+            }
             for (j, r) in residuals.iter_mut().enumerate() {
                 let i = step.first + j;
                 *r = if j < step.count {
@@ -358,8 +383,9 @@ impl FrameDef {
             }
             let r = residuals;
             match step.encoding {
-                Encoding::SignedVb => varint::write_signed_vb(out, r[0]),
-                Encoding::UnsignedVb => varint::write_unsigned_vb(out, r[0] as u32),
+                Encoding::SignedVb | Encoding::UnsignedVb => {
+                    unreachable!("variable-byte runs are written above")
+                }
                 Encoding::Neg14Bit => varint::write_neg_14bit(out, r[0]),
                 Encoding::Tag8_8Svb => tag::write_tag8_8svb(out, &r[..step.count]),
                 Encoding::Tag2_3S32 => tag::write_tag2_3s32(out, [r[0], r[1], r[2]]),

@@ -150,13 +150,14 @@ impl Group {
         {
             return false;
         }
-        (0..n).filter(|&f| checked[f]).any(|f| {
+        (0..n).any(|f| {
             let (into, out) = (first[f] - before[f], next[f] - last[f]);
-            let step = into.abs().min(out.abs());
             let inside = scale[f].max(before_scale[f]);
-            into.signum() * out.signum() == -1
+            // The rarest condition first: most fields stop here.
+            into.abs().min(out.abs()) > OFFSET_FACTOR * (inside + 2)
+                && checked[f]
+                && (into < 0) != (out < 0)
                 && (into + out).abs() * 4 < into.abs() + out.abs()
-                && step > OFFSET_FACTOR * (inside + 2)
         })
     }
 
