@@ -9,9 +9,9 @@ use crate::blackbox::{
 };
 use crate::dataflash::{self, DataflashReport};
 use crate::report::{FileReport, SessionReport};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::ProgressBar;
 use std::collections::BTreeMap;
-use std::io::{self, IsTerminal, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -137,7 +137,7 @@ fn inputs(paths: &[PathBuf]) -> Result<Vec<Job>, Error> {
 
 fn check_one(input: &Job, args: &Args, reached: &AtomicU64) -> Outcome {
     let checked = read_input(&input.path).and_then(|data| {
-        let report = input::bounded(&data, reached, || {
+        let report = input::bounded(&data, reached, &ProgressBar::hidden(), || {
             let mut sink = input::Reached {
                 inner: Discard,
                 reached,
@@ -198,7 +198,7 @@ pub fn run(args: &Args) -> Result<u8, Error> {
         .iter()
         .map(|i| std::fs::metadata(&i.path).map_or(0, |m| m.len()))
         .sum();
-    let bar = progress_bar(total);
+    let bar = input::progress_bar(total);
     let (tx, rx) = mpsc::channel();
     let mut printer = Printer {
         out: io::stdout().lock(),
@@ -256,20 +256,6 @@ pub fn run(args: &Args) -> Result<u8, Error> {
             .map_err(|e| Error::io(Path::new("<stdout>"), e))?;
     }
     Ok(printer.code)
-}
-
-/// A progress bar on standard error, only when it is a terminal.
-fn progress_bar(total: u64) -> ProgressBar {
-    if !io::stderr().is_terminal() {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-    if let Ok(style) =
-        ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {bytes_per_sec}, {eta} left")
-    {
-        bar.set_style(style);
-    }
-    bar
 }
 
 /// Writes each file's report as it comes, keeping what the summary and exit code need.

@@ -109,9 +109,10 @@ pub fn run(args: &Args) -> Result<u8, Error> {
     }
     let name = args.file.display().to_string();
     let reached = AtomicU64::new(0);
+    let bar = input::progress_bar(data.len() as u64);
     let report = if args.jsonl {
         let stdout = io::stdout();
-        input::bounded(&data, &reached, || {
+        input::bounded(&data, &reached, &bar, || {
             write_jsonl(&name, &data, stdout.lock(), &reached)
         })
         .map_err(|e| Error::io(Path::new("<stdout>"), e))?
@@ -128,7 +129,7 @@ pub fn run(args: &Args) -> Result<u8, Error> {
             },
             reached: &reached,
         };
-        let report = input::bounded(&data, &reached, || {
+        let report = input::bounded(&data, &reached, &bar, || {
             blackbox::decode(
                 &name,
                 &data,

@@ -4,8 +4,9 @@
 
 use super::Error;
 use crate::blackbox::decoder::{EventFrame, Frame, Sink};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use memmap2::{Mmap, UncheckedAdvice};
-use std::io::{self, Read};
+use std::io::{self, IsTerminal, Read};
 use std::ops::Deref;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -60,23 +61,57 @@ pub fn open(path: &Path) -> Result<Input, Error> {
 }
 
 /// Run `work` on `input`, releasing the mapped pages more than [`WINDOW`] away from `reached` (an
-/// offset the work updates as it goes) while it runs.
-pub fn bounded<T>(input: &Input, reached: &AtomicU64, work: impl FnOnce() -> T) -> T {
-    let Input::Mapped(map) = input else {
-        return work();
+/// offset the work updates as it goes) while it runs, and showing `reached` on `bar`.
+pub fn bounded<T>(
+    input: &Input,
+    reached: &AtomicU64,
+    bar: &ProgressBar,
+    work: impl FnOnce() -> T,
+) -> T {
+    let map = match input {
+        Input::Mapped(map) => Some(map),
+        Input::Read(_) => None,
     };
+    if map.is_none() && bar.is_hidden() {
+        return work();
+    }
     let done = AtomicBool::new(false);
-    std::thread::scope(|scope| {
+    let result = std::thread::scope(|scope| {
         scope.spawn(|| {
-            while !done.load(Ordering::Relaxed) {
+            for tick in 1u64.. {
+                if done.load(Ordering::Relaxed) {
+                    break;
+                }
                 std::thread::sleep(TICK);
-                release_outside(map, reached.load(Ordering::Relaxed));
+                let at = reached.load(Ordering::Relaxed);
+                if let Some(map) = map {
+                    release_outside(map, at);
+                }
+                if tick % 100 == 0 {
+                    bar.set_position(at);
+                }
             }
         });
         let result = work();
         done.store(true, Ordering::Relaxed);
         result
-    })
+    });
+    bar.finish_and_clear();
+    result
+}
+
+/// A progress bar over `total` bytes on standard error, only when it is a terminal.
+pub fn progress_bar(total: u64) -> ProgressBar {
+    if !io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    if let Ok(style) =
+        ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {bytes_per_sec}, {eta} left")
+    {
+        bar.set_style(style);
+    }
+    bar
 }
 
 /// Drop the pages of `map` outside [`WINDOW`] on either side of `reached` from memory.
