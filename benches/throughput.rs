@@ -1,15 +1,16 @@
-//! Throughput, side by side on the same bytes: a plain pass over the bytes (the physical
-//! yardstick: `memchr` counting frame bytes plus a byte checksum), bbcheck's `check` and
+//! Throughput (criterion), side by side on the same bytes: a plain pass over the bytes (the
+//! physical yardstick: `memchr` counting frame bytes plus a byte checksum), bbcheck's `check` and
 //! `export --jsonl`, and the `blackbox-log` crate's decoder, on the largest real Betaflight log
 //! that crate supports, repeated to at least 100 MiB; then DataFlash `check` on the largest real
-//! DataFlash log, repeated likewise. Prints MiB/s (best of 5) and ratios. Without the real corpus,
-//! the shipped demo log and DataFlash seed stand in.
+//! DataFlash log, repeated likewise. Without the real corpus, the shipped demo log and DataFlash
+//! seed stand in.
 
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use std::hint::black_box;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::sync::atomic::AtomicU64;
 
 const TARGET: usize = 100 << 20;
-const RUNS: usize = 5;
 
 fn corpus() -> PathBuf {
     std::env::var_os("BBCHECK_CORPUS")
@@ -44,17 +45,6 @@ fn repeated(path: &Path) -> Vec<u8> {
     data
 }
 
-/// Seconds of the fastest of [`RUNS`] runs.
-fn best(mut f: impl FnMut()) -> f64 {
-    (0..RUNS)
-        .map(|_| {
-            let t = Instant::now();
-            f();
-            t.elapsed().as_secs_f64()
-        })
-        .fold(f64::INFINITY, f64::min)
-}
-
 /// The yardstick: every byte read once, as cheaply as a useful pass can.
 fn yardstick(data: &[u8]) -> u64 {
     let frames = memchr::memchr2_iter(b'I', b'P', data).count() as u64;
@@ -81,79 +71,59 @@ fn blackbox_log_main_frames(data: &[u8]) -> u64 {
     frames
 }
 
-fn row(name: &str, mib: f64, seconds: f64, yardstick: f64, note: &str) {
-    println!(
-        "{name:28} {:8.1} MiB/s  {:5.1} % of the yardstick  {note}",
-        mib / seconds,
-        100.0 * yardstick / seconds
-    );
-}
-
-fn main() {
+fn bench(c: &mut Criterion) {
     let blackbox = largest(&corpus().join("real/blackbox"), &["betaflight-4.5."])
         .unwrap_or_else(|| own("corpus/generated/demo.bbl"));
     let data = repeated(&blackbox);
-    let mib = data.len() as f64 / (1 << 20) as f64;
-    println!("Blackbox: {} repeated to {mib:.1} MiB", blackbox.display());
-    let yard = best(|| {
-        std::hint::black_box(yardstick(&data));
+    let mut group = c.benchmark_group(format!("blackbox {}", name(&blackbox)));
+    group
+        .sample_size(10)
+        .throughput(Throughput::Bytes(data.len() as u64));
+    group.bench_function("yardstick (memchr + sum)", |b| {
+        b.iter(|| black_box(yardstick(&data)))
     });
-    row("yardstick (memchr + sum)", mib, yard, yard, "");
-    let mut ours = 0;
-    let check = best(|| {
-        let report = bbcheck::blackbox::decode(
-            "bench",
-            &data,
-            |_, _| {},
-            &mut bbcheck::blackbox::decoder::Discard,
-        );
-        ours = report
-            .sessions
-            .iter()
-            .map(|s| s.frames.i + s.frames.p)
-            .sum::<u64>();
+    group.bench_function("bbcheck check", |b| {
+        b.iter(|| {
+            bbcheck::blackbox::decode(
+                "bench",
+                &data,
+                |_, _| {},
+                &mut bbcheck::blackbox::decoder::Discard,
+            )
+        })
     });
-    row(
-        "bbcheck check",
-        mib,
-        check,
-        yard,
-        &format!("{ours} main frames"),
-    );
-    let export = best(|| {
-        let reached = std::sync::atomic::AtomicU64::new(0);
-        bbcheck::cli::export::write_jsonl("bench", &data, std::io::sink(), &reached)
-            .expect("export");
+    group.bench_function("bbcheck export --jsonl", |b| {
+        let reached = AtomicU64::new(0);
+        b.iter(|| {
+            bbcheck::cli::export::write_jsonl("bench", &data, std::io::sink(), &reached)
+                .expect("export")
+        })
     });
-    row("bbcheck export --jsonl", mib, export, yard, "");
-    let mut theirs = 0;
-    let peer = best(|| theirs = blackbox_log_main_frames(&data));
-    row(
-        "blackbox-log 0.4 (crate)",
-        mib,
-        peer,
-        yard,
-        &format!("{theirs} main frames"),
-    );
-    println!(
-        "bbcheck check is {:.2} x blackbox-log's speed",
-        peer / check
-    );
+    group.bench_function("blackbox-log 0.4", |b| {
+        b.iter(|| black_box(blackbox_log_main_frames(&data)))
+    });
+    group.finish();
 
     let dataflash = largest(&corpus().join("real/ardupilot"), &["ardupilot-"])
         .unwrap_or_else(|| own("corpus/seeds/dataflash/copter-3s.bin"));
     let data = repeated(&dataflash);
-    let mib = data.len() as f64 / (1 << 20) as f64;
-    println!(
-        "DataFlash: {} repeated to {mib:.1} MiB",
-        dataflash.display()
-    );
-    let yard = best(|| {
-        std::hint::black_box(yardstick(&data));
+    let mut group = c.benchmark_group(format!("dataflash {}", name(&dataflash)));
+    group
+        .sample_size(10)
+        .throughput(Throughput::Bytes(data.len() as u64));
+    group.bench_function("yardstick (memchr + sum)", |b| {
+        b.iter(|| black_box(yardstick(&data)))
     });
-    row("yardstick (memchr + sum)", mib, yard, yard, "");
-    let check = best(|| {
-        std::hint::black_box(bbcheck::dataflash::check("bench", &data));
+    group.bench_function("bbcheck check", |b| {
+        b.iter(|| bbcheck::dataflash::check("bench", &data))
     });
-    row("bbcheck check", mib, check, yard, "");
+    group.finish();
 }
+
+fn name(path: &Path) -> String {
+    path.file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
