@@ -7,6 +7,7 @@ use crate::blackbox::decoder::{EventFrame, Frame, Sink};
 use crate::blackbox::frame::FrameKind;
 use crate::blackbox::{self, Session};
 use crate::report::FileReport;
+use indicatif::ProgressBar;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::io::{self, BufWriter, Write};
@@ -50,8 +51,15 @@ fn csv_destination(args: &Args) -> (PathBuf, String) {
     (dir, stem)
 }
 
-/// Export a DataFlash log.
-fn run_dataflash(args: &Args, data: &[u8]) -> Result<u8, Error> {
+/// Export a DataFlash log (its mapped pages released as the scans go by).
+fn run_dataflash(args: &Args, input: &input::Input) -> Result<u8, Error> {
+    let unknown = AtomicU64::new(0);
+    input::bounded(input, &unknown, &ProgressBar::hidden(), || {
+        export_dataflash(args, input)
+    })
+}
+
+fn export_dataflash(args: &Args, data: &[u8]) -> Result<u8, Error> {
     let name = args.file.display().to_string();
     let report = if args.jsonl {
         let stdout = io::stdout();

@@ -61,7 +61,9 @@ pub fn open(path: &Path) -> Result<Input, Error> {
 }
 
 /// Run `work` on `input`, releasing the mapped pages more than [`WINDOW`] away from `reached` (an
-/// offset the work updates as it goes) while it runs, and showing `reached` on `bar`.
+/// offset the work updates as it goes) while it runs, and showing `reached` on `bar`. Work that
+/// does not say where it is leaves `reached` at 0: pages released under it are read again from
+/// the file.
 pub fn bounded<T>(
     input: &Input,
     reached: &AtomicU64,

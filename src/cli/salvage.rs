@@ -1,13 +1,15 @@
 //! `bbcheck salvage`: write the trusted frames of a damaged log as a clean log.
 
 use super::output::AtomicFile;
-use super::{Detected, EXIT_CLEAN, EXIT_DAMAGED, Error, LogFormat, detect, read_input};
+use super::{Detected, EXIT_CLEAN, EXIT_DAMAGED, Error, LogFormat, detect, input, read_input};
 use crate::blackbox::{self, salvage::SalvagedSession};
 use crate::dataflash;
 use crate::report::CorruptSpan;
+use indicatif::ProgressBar;
 use serde::Serialize;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -108,10 +110,18 @@ pub fn run(args: &Args) -> Result<u8, Error> {
         (LogFormat::Auto, _, Some(_)) => LogFormat::Blackbox,
         (chosen, _, _) => chosen,
     };
-    match detect(&args.input, &input, format)? {
-        Detected::Dataflash => run_dataflash(args, &input),
-        Detected::Blackbox => run_blackbox(args, &input),
-    }
+    let detected = detect(&args.input, &input, format)?;
+    // The input's mapped pages are released as the work goes by (the output is held whole).
+    let unknown = AtomicU64::new(0);
+    input::bounded(
+        &input,
+        &unknown,
+        &ProgressBar::hidden(),
+        || match detected {
+            Detected::Dataflash => run_dataflash(args, &input),
+            Detected::Blackbox => run_blackbox(args, &input),
+        },
+    )
 }
 
 fn run_dataflash(args: &Args, input: &[u8]) -> Result<u8, Error> {
