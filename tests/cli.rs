@@ -524,6 +524,20 @@ fn a_directory_is_checked_recursively_with_a_summary_table() {
         .collect();
     assert_eq!(docs.len(), 3);
     assert!(docs[0]["path"].as_str().unwrap().ends_with("a.bbl"));
+    // A directory of no logs says so; an empty one is an error.
+    let out = bbcheck(&["check", dir.join("b/c").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    std::fs::remove_file(dir.join("b/c/damaged.bbl")).unwrap();
+    let out = bbcheck(&["check", dir.join("b/c").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no files to check"));
+    std::fs::write(dir.join("b/c/readme.txt"), "no log here").unwrap();
+    let out = bbcheck(&["check", dir.join("b/c").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .ends_with("0 checked: 0 clean, 0 damaged; 1 skipped (not a log); 0 unreadable\n")
+    );
 }
 
 #[test]

@@ -188,6 +188,13 @@ fn check_one(input: &Job, args: &Args, reached: &AtomicU64) -> Outcome {
 /// end with a summary table.
 pub fn run(args: &Args) -> Result<u8, Error> {
     let inputs = inputs(&args.files)?;
+    if inputs.is_empty() {
+        let named: Vec<String> = args.files.iter().map(|p| p.display().to_string()).collect();
+        return Err(Error::Usage(format!(
+            "{}: no files to check",
+            named.join(", ")
+        )));
+    }
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .clamp(1, inputs.len().max(1));
@@ -250,7 +257,8 @@ pub fn run(args: &Args) -> Result<u8, Error> {
     });
     bar.finish_and_clear();
     printed?;
-    if inputs.len() > 1 && !args.json {
+    // A table whenever there is more than one file or a directory was searched.
+    if (inputs.len() > 1 || inputs.iter().any(|j| j.found)) && !args.json {
         printer
             .summary()
             .map_err(|e| Error::io(Path::new("<stdout>"), e))?;
