@@ -5,7 +5,8 @@
 //! DataFlash log, repeated likewise. Without the real corpus, the shipped demo log and DataFlash
 //! seed stand in.
 
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
@@ -75,13 +76,7 @@ fn bench(c: &mut Criterion) {
     let blackbox = largest(&corpus().join("real/blackbox"), &["betaflight-4.5."])
         .unwrap_or_else(|| own("corpus/generated/demo.bbl"));
     let data = repeated(&blackbox);
-    let mut group = c.benchmark_group(format!("blackbox {}", name(&blackbox)));
-    group
-        .sample_size(10)
-        .throughput(Throughput::Bytes(data.len() as u64));
-    group.bench_function("yardstick (memchr + sum)", |b| {
-        b.iter(|| black_box(yardstick(&data)))
-    });
+    let mut group = with_yardstick(c, "blackbox", &blackbox, &data);
     group.bench_function("bbcheck check", |b| {
         b.iter(|| {
             bbcheck::blackbox::decode(
@@ -107,22 +102,29 @@ fn bench(c: &mut Criterion) {
     let dataflash = largest(&corpus().join("real/ardupilot"), &["ardupilot-"])
         .unwrap_or_else(|| own("corpus/seeds/dataflash/copter-3s.bin"));
     let data = repeated(&dataflash);
-    let mut group = c.benchmark_group(format!("dataflash {}", name(&dataflash)));
-    group
-        .sample_size(10)
-        .throughput(Throughput::Bytes(data.len() as u64));
-    group.bench_function("yardstick (memchr + sum)", |b| {
-        b.iter(|| black_box(yardstick(&data)))
-    });
+    let mut group = with_yardstick(c, "dataflash", &dataflash, &data);
     group.bench_function("bbcheck check", |b| {
         b.iter(|| bbcheck::dataflash::check("bench", &data))
     });
     group.finish();
 }
 
-fn name(path: &Path) -> String {
-    path.file_name()
-        .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+/// A group measuring throughput over `data` (made from `path`), its yardstick already run.
+fn with_yardstick<'c>(
+    c: &'c mut Criterion,
+    format: &str,
+    path: &Path,
+    data: &[u8],
+) -> BenchmarkGroup<'c, WallTime> {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let mut group = c.benchmark_group(format!("{format} {name}"));
+    group
+        .sample_size(10)
+        .throughput(Throughput::Bytes(data.len() as u64));
+    group.bench_function("yardstick (memchr + sum)", |b| {
+        b.iter(|| black_box(yardstick(data)))
+    });
+    group
 }
 
 criterion_group!(benches, bench);

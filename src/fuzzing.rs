@@ -14,6 +14,7 @@ use crate::blackbox::codec::{BitResult, CodecError, CodecResult, Encoding, sign_
 use crate::blackbox::decoder::{Discard, EventFrame, Frame, Sink};
 use crate::blackbox::event::{AdjustmentValue, Event};
 use crate::blackbox::frame::{FrameKind, MAX_FRAME_LEN};
+use crate::blackbox::group::widen_scale;
 use crate::blackbox::header::{Firmware, Header, LOG_START_MARKER};
 use crate::blackbox::predictor::{Context, normalise};
 use crate::blackbox::writer::SessionWriter;
@@ -547,12 +548,7 @@ impl Builder {
             values[i] = normalise(prediction + i64::from(residual), field.signed);
         }
         match (kind, &self.previous) {
-            (FrameKind::P, Some(previous)) => {
-                self.group_scale.resize(values.len(), 0);
-                for ((s, a), b) in self.group_scale.iter_mut().zip(previous).zip(&values) {
-                    *s = (*s).max((b - a).abs());
-                }
-            }
+            (FrameKind::P, Some(previous)) => widen_scale(&mut self.group_scale, previous, &values),
             _ => self.group_scale.clear(),
         }
         self.previous2 = match kind {
@@ -864,7 +860,7 @@ impl LogModel {
 
 /// Collects what the decoder trusts, in file order.
 #[derive(Default)]
-struct Collect(Vec<Record>);
+pub struct Collect(pub Vec<Record>);
 
 impl Sink for Collect {
     fn frame(&mut self, frame: &Frame<'_>) {

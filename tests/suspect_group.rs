@@ -3,32 +3,14 @@
 
 mod common;
 
-use bbcheck::blackbox::decoder::{EventFrame, Frame, Sink};
 use bbcheck::blackbox::event::Event;
 use bbcheck::blackbox::frame::FrameKind;
 use bbcheck::blackbox::writer::SessionWriter;
+use bbcheck::fuzzing::{Collect, Record};
 use bbcheck::report::{DamageReason, FileReport};
 
-enum Record {
-    Frame(FrameKind, Vec<i64>),
-    Event(Event),
-}
-
-#[derive(Default)]
-struct Records(Vec<Record>);
-
-impl Sink for Records {
-    fn frame(&mut self, frame: &Frame<'_>) {
-        self.0
-            .push(Record::Frame(frame.kind, frame.values.to_vec()));
-    }
-    fn event(&mut self, event: &EventFrame<'_>) {
-        self.0.push(Record::Event(event.event.clone()));
-    }
-}
-
-fn decode(data: &[u8]) -> (Records, FileReport) {
-    let mut records = Records::default();
+fn decode(data: &[u8]) -> (Collect, FileReport) {
+    let mut records = Collect::default();
     let report = bbcheck::blackbox::decode("t", data, |_, _| {}, &mut records);
     (records, report)
 }
@@ -110,7 +92,7 @@ fn an_i_frame_group_shifted_from_both_neighbours_is_a_suspect_group() {
         span.start,
         span.end
     );
-    let mains = |r: &Records| {
+    let mains = |r: &Collect| {
         r.0.iter()
             .filter(|r| matches!(r, Record::Frame(FrameKind::I | FrameKind::P, _)))
             .count()

@@ -8,7 +8,7 @@
 use super::codec::{CodecErrorKind, Encoding};
 use super::event::{Event, EventError};
 use super::frame::{FrameKind, MAX_FRAME_LEN};
-use super::group::{Group, Item, MIN_MAINS_FOR_OFFSET};
+use super::group::{Group, Item};
 use super::header::Header;
 use super::ledger::{Layout, Ledger};
 use super::predictor::Context;
@@ -521,9 +521,8 @@ impl<'a> SessionDecoder<'a> {
                 && let Some(last) = self.group.last_main()
             {
                 self.before_group.extend_from_slice(last);
-                if self.group.main_count() >= MIN_MAINS_FOR_OFFSET {
-                    self.before_scale.extend_from_slice(self.group.scale());
-                }
+                self.before_scale
+                    .extend_from_slice(self.group.settled_scale());
             }
             commit_group(&self.group, &mut self.ledger, trusted, sink);
             self.group.restart(joined && !offset, anchor);

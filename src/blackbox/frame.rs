@@ -1,7 +1,7 @@
 //! Frame definitions from the header, and the decoding and encoding of one frame's fields.
 
 use super::codec::elias::{self, BitWriter};
-use super::codec::{CodecError, CodecErrorKind, Encoding, tag, varint};
+use super::codec::{CodecError, CodecErrorKind, CodecResult, Encoding, tag, varint};
 use super::predictor::{Context, Predictor, normalise};
 
 /// Frames are at most this long, type byte included (as in every reference decoder).
@@ -291,24 +291,8 @@ impl FrameDef {
             }
         };
         let rest = match step.encoding {
-            Encoding::SignedVb => {
-                let mut rest = input;
-                for r in raw.iter_mut() {
-                    let (next, v) = varint::signed_vb(rest)?;
-                    *r = i64::from(v);
-                    rest = next;
-                }
-                rest
-            }
-            Encoding::UnsignedVb => {
-                let mut rest = input;
-                for r in raw.iter_mut() {
-                    let (next, v) = varint::unsigned_vb(rest)?;
-                    *r = i64::from(v);
-                    rest = next;
-                }
-                rest
-            }
+            Encoding::SignedVb => read_each(input, raw, varint::signed_vb)?,
+            Encoding::UnsignedVb => read_each(input, raw, varint::unsigned_vb)?,
             Encoding::Neg14Bit => {
                 let (rest, v) = varint::neg_14bit(input)?;
                 raw[0] = i64::from(v);
@@ -352,6 +336,12 @@ impl FrameDef {
         Ok(rest)
     }
 
+    /// What field `i` of `values` writes: its value less its prediction, in 32 bits.
+    fn residual(&self, i: usize, ctx: &Context<'_>, values: &[i64]) -> i32 {
+        let prediction = self.fields[i].predictor.predict(i, ctx, values);
+        values[i].wrapping_sub(prediction) as i32
+    }
+
     /// Encode `values` (one per field) as the firmware would, given the same prediction context.
     pub fn encode(&self, values: &[i64], ctx: &Context<'_>, out: &mut Vec<u8>) {
         let mut bits = BitWriter::default();
@@ -360,8 +350,7 @@ impl FrameDef {
             if matches!(step.encoding, Encoding::SignedVb | Encoding::UnsignedVb) {
                 bits.flush(out);
                 for i in step.first..step.first + step.count {
-                    let prediction = self.fields[i].predictor.predict(i, ctx, values);
-                    let r = values[i].wrapping_sub(prediction) as i32;
+                    let r = self.residual(i, ctx, values);
                     match step.encoding {
                         Encoding::SignedVb => varint::write_signed_vb(out, r),
                         _ => varint::write_unsigned_vb(out, r as u32),
@@ -372,8 +361,7 @@ impl FrameDef {
             for (j, r) in residuals.iter_mut().enumerate() {
                 let i = step.first + j;
                 *r = if j < step.count {
-                    let prediction = self.fields[i].predictor.predict(i, ctx, values);
-                    values[i].wrapping_sub(prediction) as i32
+                    self.residual(i, ctx, values)
                 } else {
                     0
                 };
@@ -407,6 +395,21 @@ impl FrameDef {
         }
         bits.flush(out);
     }
+}
+
+/// Read one value per slot of `raw` with `read`, one after the other.
+#[inline(always)]
+fn read_each<'a, T: Into<i64>>(
+    mut input: &'a [u8],
+    raw: &mut [i64],
+    read: impl Fn(&'a [u8]) -> CodecResult<'a, T>,
+) -> Result<&'a [u8], nom::Err<CodecError>> {
+    for r in raw.iter_mut() {
+        let (rest, v) = read(input)?;
+        *r = v.into();
+        input = rest;
+    }
+    Ok(input)
 }
 
 /// Set each value to `f(index in the run, residual)`, normalised by its signed flag.

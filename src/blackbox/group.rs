@@ -21,7 +21,19 @@ use std::ops::Range;
 /// must be to set the group's I frame apart (clean real logs stay under 2).
 pub const OFFSET_FACTOR: i64 = 4;
 /// Main frames a group needs before the steps into and out of it are compared with its inside.
-pub const MIN_MAINS_FOR_OFFSET: usize = 3;
+const MIN_MAINS_FOR_OFFSET: usize = 3;
+
+/// Widen `scale`, per field the largest change between consecutive main frames, by the change
+/// from `previous` to `values` (frames of another length are not compared).
+pub fn widen_scale(scale: &mut Vec<i64>, previous: &[i64], values: &[i64]) {
+    if previous.len() != values.len() {
+        return;
+    }
+    scale.resize(values.len(), 0);
+    for ((s, a), b) in scale.iter_mut().zip(previous).zip(values) {
+        *s = (*s).max((b - a).abs());
+    }
+}
 
 /// A frame the rules accept, waiting for the group's verdict.
 #[derive(Debug, Clone)]
@@ -73,12 +85,9 @@ impl Group {
         item.values = range.clone();
         if matches!(item.kind, FrameKind::I | FrameKind::P) {
             self.mains += 1;
-            if let Some(previous) = self.last_main.clone().filter(|p| p.len() == values.len()) {
-                self.scale.resize(values.len(), 0);
+            if let Some(previous) = self.last_main.clone() {
                 let (held, new) = self.values.split_at(range.start);
-                for ((s, a), b) in self.scale.iter_mut().zip(&held[previous]).zip(new) {
-                    *s = (*s).max((b - a).abs());
-                }
+                widen_scale(&mut self.scale, &held[previous], new);
             }
             self.first_main.get_or_insert(range.clone());
             self.last_main = Some(range);
@@ -93,10 +102,14 @@ impl Group {
         self.joined || self.mains >= needed
     }
 
-    /// Per field, the largest change between consecutive main frames held (empty with fewer than
-    /// two).
-    pub fn scale(&self) -> &[i64] {
-        &self.scale
+    /// Per field, the largest change between consecutive main frames held, when the group holds
+    /// enough of them to compare the next group's I frame with (empty otherwise).
+    pub fn settled_scale(&self) -> &[i64] {
+        if self.mains >= MIN_MAINS_FOR_OFFSET {
+            &self.scale
+        } else {
+            &[]
+        }
     }
 
     /// Whether a logging-resume event is held: frames went unlogged before the next I frame.
@@ -104,11 +117,6 @@ impl Group {
         self.items
             .iter()
             .any(|i| matches!(i.event, Some(Event::LoggingResume { .. })))
-    }
-
-    /// Main frames held.
-    pub fn main_count(&self) -> usize {
-        self.mains
     }
 
     /// The last main frame held.

@@ -7,7 +7,7 @@ pub mod codec;
 pub mod decoder;
 pub mod event;
 pub mod frame;
-mod group;
+pub(crate) mod group;
 pub mod header;
 mod ledger;
 pub mod predictor;
@@ -89,17 +89,19 @@ pub fn decode_with<S: Sink>(
             kind: RegionKind::NonLogData,
         });
     }
-    let text_mode = bounds.first().is_some_and(|&b| {
-        let data_start = session(b).header.data_start as usize;
-        decoder::is_newline_converted(&file[data_start.min(file.len())..])
-    });
+    // Whether the file was copied in text mode, decided on the first session's data.
+    let mut text_mode = None;
     let reports = bounds
         .into_iter()
         .map(|b| {
             let session = session(b);
+            let converted = *text_mode.get_or_insert_with(|| {
+                let data_start = (session.header.data_start as usize).min(file.len());
+                decoder::is_newline_converted(&file[data_start..])
+            });
             on_session(&session, sink);
             SessionDecoder::new(file, &session.header, session.bounds, validation)
-                .text_mode(text_mode)
+                .text_mode(converted)
                 .run(sink)
         })
         .collect();

@@ -4,8 +4,8 @@
 //! file order. Where frames were lost, a logging-resume event carries the next iteration and time
 //! so that every decoder accepts the jump, and the next main frame is an I frame (the only kind
 //! trusted after a loss). An I frame kept after damaged bytes gets one too, even when no frame was
-//! lost: its values are not compared with the frames before the damage. A session cut short gets a log-end event. Bytes between sessions and
-//! padding are dropped.
+//! lost: its values are not compared with the frames before the damage. A session cut short gets
+//! a log-end event. Bytes between sessions and padding are dropped.
 
 use super::decoder::{EventFrame, Frame, Sink, Validation};
 use super::event::Event;
@@ -313,10 +313,10 @@ impl Sink for Reencoder {
                 let iteration = values[index] as u32;
                 // Where frames were lost, or an I frame follows damage (its values need not
                 // continue from the last frame kept), a logging-resume event says so.
-                let resume = self.expected_iteration.is_some_and(|e| {
+                let seam = self.expected_iteration.is_some_and(|e| {
                     e != iteration || (frame.kind == FrameKind::I && after_damage)
                 });
-                if resume {
+                if seam {
                     let resume = Event::LoggingResume {
                         iteration,
                         time: values[time_index] as u32,

@@ -1,8 +1,6 @@
 //! `bbcheck check`: a summary per file and session, and every corrupt span, as text or JSON.
 
-use super::{
-    Detected, EXIT_CLEAN, EXIT_DAMAGED, EXIT_ERROR, Error, LogFormat, detect, input, read_input,
-};
+use super::{Detected, EXIT_CLEAN, EXIT_DAMAGED, EXIT_ERROR, Error, LogFormat, detect, input};
 use crate::blackbox::{
     self,
     decoder::{Discard, Sink},
@@ -56,7 +54,7 @@ pub fn check_data(
     format: LogFormat,
     sink: &mut impl Sink,
 ) -> Result<Checked, Error> {
-    let name = display(path);
+    let name = input::name(path);
     match detect(path, data, format)? {
         Detected::Dataflash => Ok(Checked::Dataflash(Box::new(dataflash::check(&name, data)))),
         Detected::Blackbox if !blackbox::is_blackbox(data) => Err(Error::NotALog {
@@ -77,6 +75,15 @@ pub fn check_data(
 struct Job {
     path: PathBuf,
     found: bool,
+    /// Bytes, for the progress bar (0 when it cannot be told).
+    size: u64,
+}
+
+impl Job {
+    fn new(path: PathBuf, found: bool) -> Job {
+        let size = std::fs::metadata(&path).map_or(0, |m| m.len());
+        Job { path, found, size }
+    }
 }
 
 /// What checking one file came to.
@@ -102,7 +109,7 @@ struct Row {
 }
 
 /// The files to check: the paths given, with directories walked recursively in name order.
-fn inputs(paths: &[PathBuf]) -> Result<Vec<Job>, Error> {
+fn jobs(paths: &[PathBuf]) -> Result<Vec<Job>, Error> {
     fn walk(dir: &Path, out: &mut Vec<Job>) -> Result<(), Error> {
         let mut entries = std::fs::read_dir(dir)
             .and_then(|entries| {
@@ -116,7 +123,7 @@ fn inputs(paths: &[PathBuf]) -> Result<Vec<Job>, Error> {
             if path.is_dir() {
                 walk(&path, out)?;
             } else if path.is_file() {
-                out.push(Job { path, found: true });
+                out.push(Job::new(path, true));
             }
         }
         Ok(())
@@ -126,29 +133,26 @@ fn inputs(paths: &[PathBuf]) -> Result<Vec<Job>, Error> {
         if path.is_dir() {
             walk(path, &mut out)?;
         } else {
-            out.push(Job {
-                path: path.clone(),
-                found: false,
-            });
+            out.push(Job::new(path.clone(), false));
         }
     }
     Ok(out)
 }
 
-fn check_one(input: &Job, args: &Args, reached: &AtomicU64) -> Outcome {
-    let checked = read_input(&input.path).and_then(|data| {
+fn check_one(job: &Job, args: &Args, reached: &AtomicU64) -> Outcome {
+    let checked = input::open(&job.path).and_then(|data| {
         let report = input::bounded(&data, reached, &ProgressBar::hidden(), || {
             let mut sink = input::Reached {
                 inner: Discard,
                 reached,
             };
-            check_data(&input.path, &data, args.format, &mut sink)
+            check_data(&job.path, &data, args.format, &mut sink)
         })?;
         Ok((data, report))
     });
     let (data, report) = match checked {
         Ok(checked) => checked,
-        Err(Error::NotALog { .. } | Error::UnknownFormat { .. }) if input.found => {
+        Err(Error::NotALog { .. } | Error::UnknownFormat { .. }) if job.found => {
             return Outcome::Skipped;
         }
         Err(e) => return Outcome::Failed(e),
@@ -187,8 +191,8 @@ fn check_one(input: &Job, args: &Args, reached: &AtomicU64) -> Outcome {
 /// Check every file, on all cores, printing each file's report in the order given; several files
 /// end with a summary table.
 pub fn run(args: &Args) -> Result<u8, Error> {
-    let inputs = inputs(&args.files)?;
-    if inputs.is_empty() {
+    let jobs = jobs(&args.files)?;
+    if jobs.is_empty() {
         let named: Vec<String> = args.files.iter().map(|p| p.display().to_string()).collect();
         return Err(Error::Usage(format!(
             "{}: no files to check",
@@ -197,14 +201,11 @@ pub fn run(args: &Args) -> Result<u8, Error> {
     }
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
-        .clamp(1, inputs.len().max(1));
+        .clamp(1, jobs.len());
     let reached: Vec<AtomicU64> = (0..workers).map(|_| AtomicU64::new(0)).collect();
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
-    let total: u64 = inputs
-        .iter()
-        .map(|i| std::fs::metadata(&i.path).map_or(0, |m| m.len()))
-        .sum();
+    let total: u64 = jobs.iter().map(|j| j.size).sum();
     let bar = input::progress_bar(total);
     let (tx, rx) = mpsc::channel();
     let mut printer = Printer {
@@ -216,16 +217,15 @@ pub fn run(args: &Args) -> Result<u8, Error> {
     };
     let printed = std::thread::scope(|scope| {
         for reached in &reached {
-            let (tx, next, stop, inputs) = (tx.clone(), &next, &stop, &inputs);
+            let (tx, next, stop, jobs) = (tx.clone(), &next, &stop, &jobs);
             scope.spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
                     let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(input) = inputs.get(i) else { break };
+                    let Some(job) = jobs.get(i) else { break };
                     reached.store(0, Ordering::Relaxed);
-                    let size = std::fs::metadata(&input.path).map_or(0, |m| m.len());
-                    let outcome = check_one(input, args, reached);
+                    let outcome = check_one(job, args, reached);
                     reached.store(0, Ordering::Relaxed);
-                    if tx.send((i, size, outcome)).is_err() {
+                    if tx.send((i, job.size, outcome)).is_err() {
                         break;
                     }
                 }
@@ -258,7 +258,7 @@ pub fn run(args: &Args) -> Result<u8, Error> {
     bar.finish_and_clear();
     printed?;
     // A table whenever there is more than one file or a directory was searched.
-    if (inputs.len() > 1 || inputs.iter().any(|j| j.found)) && !args.json {
+    if (jobs.len() > 1 || jobs.iter().any(|j| j.found)) && !args.json {
         printer
             .summary()
             .map_err(|e| Error::io(Path::new("<stdout>"), e))?;
@@ -334,15 +334,6 @@ impl<W: Write> Printer<W> {
             self.skipped,
             self.failed
         )
-    }
-}
-
-/// How a path is named in reports (standard input as `<stdin>`).
-fn display(path: &Path) -> String {
-    if path == Path::new("-") {
-        "<stdin>".into()
-    } else {
-        path.display().to_string()
     }
 }
 

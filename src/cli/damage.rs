@@ -1,7 +1,7 @@
 //! `bbcheck damage`: write a damaged copy of a log and a JSON sidecar saying what was changed.
 
 use super::output::AtomicFile;
-use super::{EXIT_CLEAN, Error, read_input};
+use super::{EXIT_CLEAN, Error, input};
 use crate::damage::{self, Model};
 use std::io::Write;
 use std::path::PathBuf;
@@ -22,7 +22,7 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> Result<u8, Error> {
-    let data = read_input(&args.input)?;
+    let data = input::open(&args.input)?;
     let same = std::fs::canonicalize(&args.input).ok() == std::fs::canonicalize(&args.output).ok();
     if same {
         return Err(Error::Usage(format!(
@@ -40,7 +40,7 @@ pub fn run(args: &Args) -> Result<u8, Error> {
         .map_err(|e| Error::io(&args.output, e))?;
     let mut truth = AtomicFile::create(&truth_path)?;
     let record = serde_json::json!({
-        "input": args.input.display().to_string(),
+        "input": input::name(&args.input),
         "model": damaged.model,
         "seed": damaged.seed,
         "input_size": data.len(),

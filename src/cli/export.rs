@@ -2,7 +2,7 @@
 //! session in the layout of the reference C decoder.
 
 use super::output::AtomicFile;
-use super::{Detected, EXIT_CLEAN, EXIT_DAMAGED, Error, LogFormat, detect, input, read_input};
+use super::{Detected, EXIT_CLEAN, EXIT_DAMAGED, Error, LogFormat, detect, input};
 use crate::blackbox::decoder::{EventFrame, Frame, Sink};
 use crate::blackbox::frame::FrameKind;
 use crate::blackbox::{self, Session};
@@ -60,7 +60,7 @@ fn run_dataflash(args: &Args, input: &input::Input) -> Result<u8, Error> {
 }
 
 fn export_dataflash(args: &Args, data: &[u8]) -> Result<u8, Error> {
-    let name = args.file.display().to_string();
+    let name = input::name(&args.file);
     let report = if args.jsonl {
         let stdout = io::stdout();
         crate::dataflash::jsonl::write_jsonl(&name, data, stdout.lock())
@@ -105,7 +105,7 @@ fn export_dataflash(args: &Args, data: &[u8]) -> Result<u8, Error> {
 }
 
 pub fn run(args: &Args) -> Result<u8, Error> {
-    let data = read_input(&args.file)?;
+    let data = input::open(&args.file)?;
     if detect(&args.file, &data, args.log_format)? == Detected::Dataflash {
         return run_dataflash(args, &data);
     }
@@ -115,7 +115,7 @@ pub fn run(args: &Args) -> Result<u8, Error> {
             size: data.len() as u64,
         });
     }
-    let name = args.file.display().to_string();
+    let name = input::name(&args.file);
     let reached = AtomicU64::new(0);
     let bar = input::progress_bar(data.len() as u64);
     let report = if args.jsonl {

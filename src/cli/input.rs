@@ -35,6 +35,15 @@ impl Deref for Input {
     }
 }
 
+/// How an input is named in reports and output: standard input as `<stdin>`.
+pub fn name(path: &Path) -> String {
+    if path == Path::new("-") {
+        "<stdin>".into()
+    } else {
+        path.display().to_string()
+    }
+}
+
 /// Open an input file; `-` is standard input (always read whole).
 pub fn open(path: &Path) -> Result<Input, Error> {
     if path == Path::new("-") {

@@ -128,11 +128,6 @@ fn detect(path: &Path, data: &[u8], choice: LogFormat) -> Result<Detected, Error
     }
 }
 
-/// Open an input file; `-` is standard input.
-fn read_input(path: &Path) -> Result<input::Input, Error> {
-    input::open(path)
-}
-
 /// Parse the arguments, run the command and return the exit code.
 pub fn main() -> u8 {
     let cli = match Cli::try_parse() {

@@ -1,7 +1,7 @@
 //! `bbcheck salvage`: write the trusted frames of a damaged log as a clean log.
 
 use super::output::AtomicFile;
-use super::{Detected, EXIT_CLEAN, EXIT_DAMAGED, Error, LogFormat, detect, input, read_input};
+use super::{Detected, EXIT_CLEAN, EXIT_DAMAGED, Error, LogFormat, detect, input};
 use crate::blackbox::{self, salvage::SalvagedSession};
 use crate::dataflash;
 use crate::report::CorruptSpan;
@@ -104,24 +104,19 @@ fn refuse_input(output: &Path, input: &Path) -> Result<(), Error> {
 }
 
 pub fn run(args: &Args) -> Result<u8, Error> {
-    let input = read_input(&args.input)?;
+    let data = input::open(&args.input)?;
     let format = match (args.format, &args.fmt_from, &args.header_from) {
         (LogFormat::Auto, Some(_), _) => LogFormat::Dataflash,
         (LogFormat::Auto, _, Some(_)) => LogFormat::Blackbox,
         (chosen, _, _) => chosen,
     };
-    let detected = detect(&args.input, &input, format)?;
+    let detected = detect(&args.input, &data, format)?;
     // The input's mapped pages are released as the work goes by (the output is held whole).
     let unknown = AtomicU64::new(0);
-    input::bounded(
-        &input,
-        &unknown,
-        &ProgressBar::hidden(),
-        || match detected {
-            Detected::Dataflash => run_dataflash(args, &input),
-            Detected::Blackbox => run_blackbox(args, &input),
-        },
-    )
+    input::bounded(&data, &unknown, &ProgressBar::hidden(), || match detected {
+        Detected::Dataflash => run_dataflash(args, &data),
+        Detected::Blackbox => run_blackbox(args, &data),
+    })
 }
 
 fn run_dataflash(args: &Args, input: &[u8]) -> Result<u8, Error> {
@@ -141,11 +136,11 @@ fn run_dataflash(args: &Args, input: &[u8]) -> Result<u8, Error> {
         return Err(usage("--header-from"));
     }
     let formats = match &args.fmt_from {
-        Some(donor) => dataflash::salvage::donor_formats(&read_input(donor)?),
+        Some(donor) => dataflash::salvage::donor_formats(&input::open(donor)?),
         None => dataflash::fmt::Formats::new(),
     };
     refuse_input(&args.output, &args.input)?;
-    let name = args.input.display().to_string();
+    let name = input::name(&args.input);
     let (report, salvaged) = dataflash::salvage::salvage(&name, input, formats);
     let mut file = AtomicFile::create(&args.output)?;
     file.writer()
@@ -179,10 +174,10 @@ fn run_blackbox(args: &Args, input: &[u8]) -> Result<u8, Error> {
             args.input.display()
         )));
     }
-    let name = args.input.display().to_string();
+    let name = input::name(&args.input);
     let borrowed = match &args.header_from {
         Some(donor_path) => {
-            let donor = read_input(donor_path)?;
+            let donor = input::open(donor_path)?;
             let borrowed = blackbox::salvage::borrow_header(input, &donor).map_err(|e| {
                 Error::Usage(format!(
                     "{}: header from {}: {e}",
