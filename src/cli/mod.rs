@@ -6,6 +6,7 @@
 pub mod check;
 mod damage;
 pub mod export;
+mod info;
 mod input;
 mod output;
 mod salvage;
@@ -38,6 +39,8 @@ enum Command {
     Export(export::Args),
     /// Write the trusted frames of a (damaged) log as a clean log every decoder reads.
     Salvage(salvage::Args),
+    /// Describe a log: firmware, board, craft, PID and rate settings, duration.
+    Info(info::Args),
     /// Write a damaged copy of a log and a JSON sidecar with every change made.
     Damage(damage::Args),
 }
@@ -60,17 +63,17 @@ pub enum Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Io { path, source } => write!(f, "{}: {source}", path.display()),
+            Error::Io { path, source } => write!(f, "{}: {source}", input::name(path)),
             Error::NotALog { path, size } => write!(
                 f,
                 "{}: offset 0: not a Blackbox log (no log start marker in {size} bytes)",
-                path.display()
+                input::name(path)
             ),
             Error::UnknownFormat { path, size } => write!(
                 f,
                 "{}: offset 0: not a Blackbox log (no log start marker) nor a DataFlash log \
                  (no FMT message) in {size} bytes",
-                path.display()
+                input::name(path)
             ),
             Error::Usage(message) => write!(f, "{message}"),
             Error::BrokenPipe => write!(f, "broken pipe"),
@@ -146,6 +149,7 @@ pub fn main() -> u8 {
         Command::Check(args) => check::run(&args),
         Command::Export(args) => export::run(&args),
         Command::Salvage(args) => salvage::run(&args),
+        Command::Info(args) => info::run(&args),
         Command::Damage(args) => damage::run(&args),
     };
     match result {
