@@ -1,6 +1,8 @@
 //! `bbcheck check`: a summary per file and session, and every corrupt span, as text or JSON.
 
-use super::{Detected, EXIT_CLEAN, EXIT_DAMAGED, EXIT_ERROR, Error, LogFormat, detect, input};
+use super::{
+    Detected, EXIT_CLEAN, EXIT_DAMAGED, EXIT_ERROR, Error, LogFormat, detect, input, terminal,
+};
 use crate::blackbox::{
     self,
     decoder::{Discard, Sink},
@@ -166,6 +168,13 @@ fn check_one(job: &Job, args: &Args, reached: &AtomicU64) -> Outcome {
         (Checked::Dataflash(report), true) => serde_json::to_writer(&mut text, report)
             .map_err(io::Error::from)
             .and_then(|()| writeln!(text)),
+        // Quiet: only the corrupt spans.
+        (Checked::Blackbox(report), false) if terminal::quiet() => {
+            write_spans(&mut text, report, hexdump)
+        }
+        (Checked::Dataflash(report), false) if terminal::quiet() => {
+            write_spans(&mut text, &report.file, hexdump)
+        }
         (Checked::Blackbox(report), false) => write_human(&mut text, report, hexdump),
         (Checked::Dataflash(report), false) => dataflash::report::write_summary(&mut text, report)
             .and_then(|()| write_spans(&mut text, &report.file, hexdump)),
@@ -258,7 +267,7 @@ pub fn run(args: &Args) -> Result<u8, Error> {
     bar.finish_and_clear();
     printed?;
     // A table whenever there is more than one file or a directory was searched.
-    if (jobs.len() > 1 || jobs.iter().any(|j| j.found)) && !args.json {
+    if (jobs.len() > 1 || jobs.iter().any(|j| j.found)) && !args.json && !terminal::quiet() {
         printer
             .summary()
             .map_err(|e| Error::io(Path::new("<stdout>"), e))?;
@@ -293,7 +302,7 @@ impl<W: Write> Printer<W> {
             }
             Outcome::Failed(Error::BrokenPipe) => Err(Error::BrokenPipe),
             Outcome::Failed(e) => {
-                eprintln!("bbcheck: {e}");
+                super::report_error(&e);
                 self.failed += 1;
                 self.code = EXIT_ERROR;
                 Ok(())

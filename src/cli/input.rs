@@ -111,9 +111,10 @@ pub fn bounded<T>(
     result
 }
 
-/// A progress bar over `total` bytes on standard error, only when it is a terminal.
+/// A progress bar over `total` bytes on standard error, only when it is a terminal and output is
+/// not `--quiet`.
 pub fn progress_bar(total: u64) -> ProgressBar {
-    if !io::stderr().is_terminal() {
+    if !io::stderr().is_terminal() || super::terminal::quiet() {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());

@@ -5,11 +5,13 @@
 
 pub mod check;
 mod damage;
+mod docs;
 pub mod export;
 mod info;
 mod input;
 mod output;
 mod salvage;
+mod terminal;
 
 use clap::{Parser, Subcommand};
 use std::fmt;
@@ -23,10 +25,34 @@ pub const EXIT_DAMAGED: u8 = 1;
 /// Exit code: a file could not be read, or the arguments are wrong.
 pub const EXIT_ERROR: u8 = 2;
 
+/// What the exit codes mean, for `--help` and the manual page.
+macro_rules! exit_status_text {
+    () => {
+        "0 when every file is clean, 1 when damage was found, 2 when a file could not be read or \
+         the arguments are wrong."
+    };
+}
+
+/// What the environment changes, for `--help` and the manual page.
+macro_rules! environment_text {
+    () => {
+        "Colour is used only on a terminal, and never when NO_COLOR is set."
+    };
+}
+use {environment_text, exit_status_text};
+
 /// Diagnose, salvage and export damaged flight logs.
 #[derive(Debug, Parser)]
-#[command(name = "bbcheck", version, about)]
+#[command(
+    name = "bbcheck",
+    version,
+    about,
+    after_help = concat!("Exit status: ", exit_status_text!(), "\n", environment_text!())
+)]
 pub struct Cli {
+    /// Print only what is wrong: damage and errors (no progress bars, summaries or tables).
+    #[arg(long, short = 'q', global = true)]
+    quiet: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -43,6 +69,10 @@ enum Command {
     Info(info::Args),
     /// Write a damaged copy of a log and a JSON sidecar with every change made.
     Damage(damage::Args),
+    /// Print the shell completion script for bash, zsh, fish, elvish or powershell.
+    Completions(docs::CompletionsArgs),
+    /// Print the manual page, or write every page into a directory.
+    Man(docs::ManArgs),
 }
 
 /// A failure that stops work on a file.
@@ -92,6 +122,12 @@ impl Error {
             }
         }
     }
+}
+
+/// Tell the user on standard error why work on a file stopped.
+fn report_error(error: &Error) {
+    let paint = terminal::Paint::stderr();
+    eprintln!("{} {error}", paint.bad("bbcheck:"));
 }
 
 /// Which decoder reads a file (`--format`).
@@ -145,18 +181,21 @@ pub fn main() -> u8 {
             return code;
         }
     };
+    terminal::set_quiet(cli.quiet);
     let result = match cli.command {
         Command::Check(args) => check::run(&args),
         Command::Export(args) => export::run(&args),
         Command::Salvage(args) => salvage::run(&args),
         Command::Info(args) => info::run(&args),
         Command::Damage(args) => damage::run(&args),
+        Command::Completions(args) => docs::completions(&args),
+        Command::Man(args) => docs::man(&args),
     };
     match result {
         Ok(code) => code,
         Err(Error::BrokenPipe) => EXIT_CLEAN,
         Err(e) => {
-            eprintln!("bbcheck: {e}");
+            report_error(&e);
             EXIT_ERROR
         }
     }

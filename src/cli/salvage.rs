@@ -1,7 +1,7 @@
 //! `bbcheck salvage`: write the trusted frames of a damaged log as a clean log.
 
 use super::output::AtomicFile;
-use super::{Detected, EXIT_CLEAN, EXIT_DAMAGED, Error, LogFormat, detect, input};
+use super::{Detected, EXIT_CLEAN, EXIT_DAMAGED, Error, LogFormat, detect, input, terminal};
 use crate::blackbox::{self, salvage::SalvagedSession};
 use crate::dataflash;
 use crate::report::CorruptSpan;
@@ -63,6 +63,19 @@ struct Summary<'a> {
 struct Output {
     path: String,
     sessions: Vec<SalvagedSession>,
+}
+
+/// What the summary line says was left out.
+fn left_out(spans: usize, bytes: u64) -> String {
+    match spans {
+        0 => String::new(),
+        1 => format!("; left out {bytes} damaged bytes in 1 span (bbcheck check lists it)"),
+        n => format!("; left out {bytes} damaged bytes in {n} spans (bbcheck check lists them)"),
+    }
+}
+
+fn println_or_pipe(line: &str) -> Result<(), Error> {
+    writeln!(io::stdout(), "{line}").map_err(|e| Error::io(Path::new("<stdout>"), e))
 }
 
 fn split_name(output: &Path, index: usize) -> PathBuf {
@@ -147,6 +160,20 @@ fn run_dataflash(args: &Args, input: &[u8]) -> Result<u8, Error> {
         .write_all(&salvaged.bytes)
         .map_err(|e| Error::io(&args.output, e))?;
     file.commit()?;
+    if !args.json && !terminal::quiet() {
+        let s = &salvaged.summary;
+        let dropped = s.dropped.iter().map(|d| d.input_end - d.input_start);
+        let mut line = format!(
+            "wrote {}: {} messages{}",
+            args.output.display(),
+            s.messages_kept,
+            left_out(s.dropped.len(), dropped.sum())
+        );
+        if !s.formats_added.is_empty() {
+            line.push_str(&format!("; FMT written for {}", s.formats_added.join(", ")));
+        }
+        println_or_pipe(&line)?;
+    }
     if args.json {
         let summary = DataflashSummary {
             input: name,
@@ -255,6 +282,20 @@ fn run_blackbox(args: &Args, input: &[u8]) -> Result<u8, Error> {
     }
     for file in pending {
         file.commit()?;
+    }
+    if !args.json && !terminal::quiet() {
+        for output in &outputs {
+            let main: u64 = output.sessions.iter().map(|s| s.kept.i + s.kept.p).sum();
+            let spans = output.sessions.iter().flat_map(|s| &s.dropped);
+            let bytes = spans.clone().map(|d| d.input_end - d.input_start).sum();
+            let n = output.sessions.len();
+            println_or_pipe(&format!(
+                "wrote {}: {n} session{}, {main} main frames{}",
+                output.path,
+                if n == 1 { "" } else { "s" },
+                left_out(spans.count(), bytes)
+            ))?;
+        }
     }
     if args.json {
         let dropped: Vec<CorruptSpan> = report

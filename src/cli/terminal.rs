@@ -1,0 +1,74 @@
+//! How output meets the terminal: colour only on a terminal and never when `NO_COLOR` is set,
+//! and `--quiet`, which leaves only what is wrong.
+
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+/// Print only damage and errors: no progress bars, summaries or tables.
+pub fn set_quiet(quiet: bool) {
+    QUIET.store(quiet, Ordering::Relaxed);
+}
+
+/// Whether `--quiet` was given.
+pub fn quiet() -> bool {
+    QUIET.load(Ordering::Relaxed)
+}
+
+/// Whether `NO_COLOR` asks for no colour (set and not empty, as no-color.org defines it).
+fn no_color() -> bool {
+    std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
+}
+
+/// Colours for one output stream: none unless it is a terminal and `NO_COLOR` is not set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Paint {
+    on: bool,
+}
+
+impl Paint {
+    /// Colours for standard output.
+    pub fn stdout() -> Paint {
+        Paint::when(std::io::stdout().is_terminal())
+    }
+
+    /// Colours for standard error.
+    pub fn stderr() -> Paint {
+        Paint::when(std::io::stderr().is_terminal())
+    }
+
+    /// No colour at all (text kept in memory or written to files).
+    pub fn none() -> Paint {
+        Paint { on: false }
+    }
+
+    fn when(terminal: bool) -> Paint {
+        Paint {
+            on: terminal && !no_color(),
+        }
+    }
+
+    fn wrap(self, code: &str, text: &str) -> String {
+        if self.on {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_owned()
+        }
+    }
+
+    /// Damage and errors.
+    pub fn bad(self, text: &str) -> String {
+        self.wrap("1;31", text)
+    }
+
+    /// A clean verdict.
+    pub fn good(self, text: &str) -> String {
+        self.wrap("32", text)
+    }
+
+    /// What a line is about: a file name or location.
+    pub fn strong(self, text: &str) -> String {
+        self.wrap("1", text)
+    }
+}
