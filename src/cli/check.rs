@@ -2,6 +2,7 @@
 
 use super::{
     Detected, EXIT_CLEAN, EXIT_DAMAGED, EXIT_ERROR, Error, LogFormat, detect, input, terminal,
+    terminal::Paint,
 };
 use crate::blackbox::{
     self,
@@ -161,6 +162,7 @@ fn check_one(job: &Job, args: &Args, reached: &AtomicU64) -> Outcome {
     };
     let mut text = Vec::new();
     let hexdump = args.hexdump.then_some(&data[..]);
+    let paint = Paint::stdout();
     let written = match (&report, args.json) {
         (Checked::Blackbox(report), true) => serde_json::to_writer(&mut text, report)
             .map_err(io::Error::from)
@@ -170,14 +172,14 @@ fn check_one(job: &Job, args: &Args, reached: &AtomicU64) -> Outcome {
             .and_then(|()| writeln!(text)),
         // Quiet: only the corrupt spans.
         (Checked::Blackbox(report), false) if terminal::quiet() => {
-            write_spans(&mut text, report, hexdump)
+            write_spans(&mut text, report, hexdump, paint)
         }
         (Checked::Dataflash(report), false) if terminal::quiet() => {
-            write_spans(&mut text, &report.file, hexdump)
+            write_spans(&mut text, &report.file, hexdump, paint)
         }
-        (Checked::Blackbox(report), false) => write_human(&mut text, report, hexdump),
+        (Checked::Blackbox(report), false) => write_human(&mut text, report, hexdump, paint),
         (Checked::Dataflash(report), false) => dataflash::report::write_summary(&mut text, report)
-            .and_then(|()| write_spans(&mut text, &report.file, hexdump)),
+            .and_then(|()| write_spans(&mut text, &report.file, hexdump, paint)),
     };
     written.expect("writing to memory cannot fail");
     let file = match &report {
@@ -326,8 +328,9 @@ impl<W: Write> Printer<W> {
             "{:width$}  {:19}  {:>12}  {:>8}  {:>5}  verdict",
             "file", "format", "bytes", "sessions", "spans"
         )?;
+        let paint = Paint::stdout();
         for r in &self.rows {
-            let verdict = if r.clean { "clean" } else { "damaged" };
+            let verdict = verdict(r.clean, paint);
             writeln!(
                 out,
                 "{:width$}  {:19}  {:>12}  {:>8}  {:>5}  {verdict}",
@@ -350,7 +353,7 @@ fn seconds(us: u64) -> String {
     format!("{:.3} s", us as f64 / 1e6)
 }
 
-fn write_session(out: &mut impl Write, s: &SessionReport) -> io::Result<()> {
+fn write_session(out: &mut impl Write, s: &SessionReport, paint: Paint) -> io::Result<()> {
     let firmware = s.firmware_revision.as_deref().unwrap_or("unknown firmware");
     write!(
         out,
@@ -383,8 +386,7 @@ fn write_session(out: &mut impl Write, s: &SessionReport) -> io::Result<()> {
     } else {
         "no log-end event (recording cut short)"
     };
-    let verdict = if s.is_clean() { "clean" } else { "damaged" };
-    writeln!(out, "    {verdict}; {ending}")?;
+    writeln!(out, "    {}; {ending}", verdict(s.is_clean(), paint))?;
     for problem in &s.header_problems {
         writeln!(out, "    header: {problem}")?;
     }
@@ -444,23 +446,33 @@ fn write_span_bytes(out: &mut impl Write, data: &[u8], start: usize, end: usize)
     write_hex(out, data, tail_start, to, (start, end))
 }
 
+/// A verdict, coloured.
+fn verdict(clean: bool, paint: Paint) -> String {
+    if clean {
+        paint.good("clean")
+    } else {
+        paint.bad("damaged")
+    }
+}
+
 fn write_human(
     out: &mut impl Write,
     report: &FileReport,
     hexdump: Option<&[u8]>,
+    paint: Paint,
 ) -> io::Result<()> {
     writeln!(
         out,
         "{}: {} bytes, {} session(s): {}",
-        report.path,
+        paint.strong(&report.path),
         report.size,
         report.sessions.len(),
-        report.verdict
+        verdict(report.is_clean(), paint)
     )?;
     for session in &report.sessions {
-        write_session(out, session)?;
+        write_session(out, session, paint)?;
     }
-    write_spans(out, report, hexdump)
+    write_spans(out, report, hexdump, paint)
 }
 
 /// One line per corrupt span, each followed by its bytes when `hexdump` holds the file.
@@ -468,13 +480,14 @@ fn write_spans(
     out: &mut impl Write,
     report: &FileReport,
     hexdump: Option<&[u8]>,
+    paint: Paint,
 ) -> io::Result<()> {
     for span in &report.corrupt_spans {
         write!(
             out,
-            "{}:{}: damaged [{}..{}) {} bytes, session {}: {}",
-            report.path,
-            span.start,
+            "{}: {} [{}..{}) {} bytes, session {}: {}",
+            paint.strong(&format!("{}:{}", report.path, span.start)),
+            paint.bad("damaged"),
             span.start,
             span.end,
             span.end - span.start,

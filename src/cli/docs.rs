@@ -65,7 +65,8 @@ pub fn man(args: &ManArgs) -> Result<u8, Error> {
 
 /// Write a manual page; the main page also explains exit codes and the environment.
 fn render(command: &clap::Command, main: bool, out: &mut dyn Write) -> io::Result<()> {
-    let man = clap_mangen::Man::new(command.clone());
+    let man = clap_mangen::Man::new(command.clone())
+        .source(concat!("bbcheck ", env!("CARGO_PKG_VERSION")));
     man.render_title(out)?;
     man.render_name_section(out)?;
     man.render_synopsis_section(out)?;

@@ -38,11 +38,6 @@ impl Paint {
         Paint::when(std::io::stderr().is_terminal())
     }
 
-    /// No colour at all (text kept in memory or written to files).
-    pub fn none() -> Paint {
-        Paint { on: false }
-    }
-
     fn when(terminal: bool) -> Paint {
         Paint {
             on: terminal && !no_color(),
