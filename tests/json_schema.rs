@@ -64,7 +64,10 @@ fn validate(root: &Value, schema: &Value, value: &Value, path: &str, errors: &mu
         }
         for (name, item) in object {
             let item_path = format!("{path}.{name}");
-            match (schema["properties"].get(name), schema.get("additionalProperties")) {
+            match (
+                schema["properties"].get(name),
+                schema.get("additionalProperties"),
+            ) {
                 (Some(property), _) => validate(root, property, item, &item_path, errors),
                 (None, Some(Value::Bool(false))) => {
                     errors.push(format!("{item_path}: not in the schema"))

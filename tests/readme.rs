@@ -73,7 +73,8 @@ fn run_console_blocks(doc: &str, at_least: usize) {
             .unwrap();
         let shown = String::from_utf8(out.stdout).unwrap();
         assert_eq!(
-            shown, step.expected,
+            shown,
+            step.expected,
             "{doc}: `{}` printed something else (stderr: {})",
             step.command,
             String::from_utf8_lossy(&out.stderr)

@@ -276,3 +276,36 @@ fn manual_pages_cover_every_subcommand_and_its_options() {
     assert_eq!(String::from_utf8(out.stdout).unwrap(), main);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn progress_bars_only_on_a_terminal_and_never_when_quiet() {
+    let dir = temp_dir("progress");
+    let output = dir.join("salvaged.bbl");
+    let demo = demo();
+    let args = [
+        "salvage",
+        demo.to_str().unwrap(),
+        "-o",
+        output.to_str().unwrap(),
+    ];
+    let bar = |text: &str| text.contains('█') || text.contains('░');
+    let shown = on_terminal(&args, None);
+    assert!(bar(&shown), "no progress bar on a terminal: {shown:?}");
+    // The summary comes after the bar is cleared, on a line of its own.
+    let summary = format!("wrote {}: 2 sessions, 2012 main frames", output.display());
+    assert!(
+        shown.lines().any(|l| l
+            .trim_start_matches(|c: char| c != 'w')
+            .starts_with(&summary)),
+        "{shown:?}"
+    );
+    let quiet: Vec<&str> = ["-q"].into_iter().chain(args).collect();
+    assert!(!bar(&on_terminal(&quiet, None)));
+    let piped = bbcheck(&args);
+    assert!(piped.stderr.is_empty());
+    assert_eq!(
+        String::from_utf8(piped.stdout).unwrap(),
+        format!("{summary}\n")
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

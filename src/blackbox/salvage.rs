@@ -15,6 +15,7 @@ use super::writer::SessionWriter;
 use super::{Session, decode_with};
 use crate::report::{FileReport, FrameCounts};
 use serde::Serialize;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// What salvage did with one session.
 #[derive(Debug, Clone, Serialize)]
@@ -71,7 +72,7 @@ fn defines_usable(header: &super::header::Header, name: &str) -> bool {
 }
 
 /// Re-encodes what a session decodes to.
-struct Reencoder {
+struct Reencoder<'a> {
     writer: Option<SessionWriter>,
     /// The iteration the next main frame continues from without a loss.
     expected_iteration: Option<u32>,
@@ -88,9 +89,11 @@ struct Reencoder {
     anchors: Vec<(u64, u64)>,
     done: Vec<(SalvagedBytes, Vec<(u64, u64)>)>,
     select: Option<usize>,
+    /// The input offset decoding has reached (for progress bars and releasing mapped pages).
+    reached: &'a AtomicU64,
 }
 
-impl Reencoder {
+impl Reencoder<'_> {
     fn start(&mut self, file: &[u8], session: &Session) {
         self.finish();
         if self.select.is_some_and(|s| s != session.bounds.index) {
@@ -213,6 +216,7 @@ impl Reencoder {
 
     /// Remember where the output stands when the input skipped bytes before `start`.
     fn note_position(&mut self, start: u64, end: u64) {
+        self.reached.store(start, Ordering::Relaxed);
         let Some(w) = &self.writer else { return };
         if self.last_input_end != Some(start) {
             self.anchors.push((start, w.bytes().len() as u64));
@@ -282,7 +286,7 @@ impl Reencoder {
     }
 }
 
-impl Sink for Reencoder {
+impl Sink for Reencoder<'_> {
     fn frame(&mut self, frame: &Frame<'_>) {
         // Damaged bytes came between this frame and the last one kept.
         let after_damage = self.last_input_end.is_some_and(|end| end != frame.offset);
@@ -359,6 +363,16 @@ impl Sink for Reencoder {
 /// Salvage `file`: every session (or only `select`), each re-encoded on its own, and the report
 /// of what the input held.
 pub fn salvage(path: &str, file: &[u8], select: Option<usize>) -> (FileReport, Vec<SalvagedBytes>) {
+    salvage_noting(path, file, select, &AtomicU64::new(0))
+}
+
+/// [`salvage`], storing in `reached` the input offset decoding has reached as it goes.
+pub fn salvage_noting(
+    path: &str,
+    file: &[u8],
+    select: Option<usize>,
+    reached: &AtomicU64,
+) -> (FileReport, Vec<SalvagedBytes>) {
     let mut sink = Reencoder {
         writer: None,
         expected_iteration: None,
@@ -370,12 +384,13 @@ pub fn salvage(path: &str, file: &[u8], select: Option<usize>) -> (FileReport, V
         anchors: Vec::new(),
         done: Vec::new(),
         select,
+        reached,
     };
     let report = decode_with(
         Validation::Thorough,
         path,
         file,
-        |session, sink: &mut Reencoder| sink.start(file, session),
+        |session, sink: &mut Reencoder<'_>| sink.start(file, session),
         &mut sink,
     );
     sink.finish();

@@ -86,6 +86,8 @@ pub fn bounded<T>(
     if map.is_none() && bar.is_hidden() {
         return work();
     }
+    // Drawn at once, so that even short work shows where it stands.
+    bar.tick();
     let done = AtomicBool::new(false);
     let result = std::thread::scope(|scope| {
         scope.spawn(|| {

@@ -74,8 +74,13 @@ fn left_out(spans: usize, bytes: u64) -> String {
     }
 }
 
-fn println_or_pipe(line: &str) -> Result<(), Error> {
-    writeln!(io::stdout(), "{line}").map_err(|e| Error::io(Path::new("<stdout>"), e))
+/// One JSON document on a line of `out`.
+fn push_json(out: &mut String, value: &impl Serialize) -> Result<(), Error> {
+    let json = serde_json::to_string(value)
+        .map_err(|e| Error::io(Path::new("<stdout>"), io::Error::from(e)))?;
+    out.push_str(&json);
+    out.push('\n');
+    Ok(())
 }
 
 fn split_name(output: &Path, index: usize) -> PathBuf {
@@ -124,15 +129,28 @@ pub fn run(args: &Args) -> Result<u8, Error> {
         (chosen, _, _) => chosen,
     };
     let detected = detect(&args.input, &data, format)?;
-    // The input's mapped pages are released as the work goes by (the output is held whole).
-    let unknown = AtomicU64::new(0);
-    input::bounded(&data, &unknown, &ProgressBar::hidden(), || match detected {
-        Detected::Dataflash => run_dataflash(args, &data),
-        Detected::Blackbox => run_blackbox(args, &data),
-    })
+    // The input's mapped pages are released as the work goes by (the output is held whole); what
+    // is printed waits for the progress bar to be gone.
+    let reached = AtomicU64::new(0);
+    let mut printed = String::new();
+    let code = match detected {
+        Detected::Dataflash => input::bounded(&data, &reached, &ProgressBar::hidden(), || {
+            run_dataflash(args, &data, &mut printed)
+        }),
+        Detected::Blackbox => {
+            let bar = input::progress_bar(data.len() as u64);
+            input::bounded(&data, &reached, &bar, || {
+                run_blackbox(args, &data, &reached, &mut printed)
+            })
+        }
+    }?;
+    io::stdout()
+        .write_all(printed.as_bytes())
+        .map_err(|e| Error::io(Path::new("<stdout>"), e))?;
+    Ok(code)
 }
 
-fn run_dataflash(args: &Args, input: &[u8]) -> Result<u8, Error> {
+fn run_dataflash(args: &Args, input: &[u8], out: &mut String) -> Result<u8, Error> {
     let usage = |what: &str| {
         Error::Usage(format!(
             "{}: {what} applies to Blackbox logs; a DataFlash log is salvaged whole",
@@ -172,7 +190,8 @@ fn run_dataflash(args: &Args, input: &[u8]) -> Result<u8, Error> {
         if !s.formats_added.is_empty() {
             line.push_str(&format!("; FMT written for {}", s.formats_added.join(", ")));
         }
-        println_or_pipe(&line)?;
+        out.push_str(&line);
+        out.push('\n');
     }
     if args.json {
         let summary = DataflashSummary {
@@ -180,12 +199,7 @@ fn run_dataflash(args: &Args, input: &[u8]) -> Result<u8, Error> {
             output: args.output.display().to_string(),
             salvaged: &salvaged.summary,
         };
-        let stdout = io::stdout();
-        let mut out = stdout.lock();
-        serde_json::to_writer(&mut out, &summary)
-            .map_err(io::Error::from)
-            .and_then(|()| writeln!(out))
-            .map_err(|e| Error::io(Path::new("<stdout>"), e))?;
+        push_json(out, &summary)?;
     }
     Ok(if report.is_clean() {
         EXIT_CLEAN
@@ -194,7 +208,12 @@ fn run_dataflash(args: &Args, input: &[u8]) -> Result<u8, Error> {
     })
 }
 
-fn run_blackbox(args: &Args, input: &[u8]) -> Result<u8, Error> {
+fn run_blackbox(
+    args: &Args,
+    input: &[u8],
+    reached: &AtomicU64,
+    out: &mut String,
+) -> Result<u8, Error> {
     if args.fmt_from.is_some() {
         return Err(Error::Usage(format!(
             "{}: --fmt-from applies to DataFlash logs",
@@ -224,7 +243,8 @@ fn run_blackbox(args: &Args, input: &[u8]) -> Result<u8, Error> {
     };
     let data = borrowed.as_ref().map_or(input, |b| &b.bytes[..]);
     let to_input = |offset: u64| borrowed.as_ref().map_or(offset, |b| b.input_offset(offset));
-    let (mut report, mut sessions) = blackbox::salvage::salvage(&name, data, args.session);
+    let (mut report, mut sessions) =
+        blackbox::salvage::salvage_noting(&name, data, args.session, reached);
     for s in &mut sessions {
         s.summary.input_start = to_input(s.summary.input_start);
         s.summary.input_end = to_input(s.summary.input_end);
@@ -289,12 +309,12 @@ fn run_blackbox(args: &Args, input: &[u8]) -> Result<u8, Error> {
             let spans = output.sessions.iter().flat_map(|s| &s.dropped);
             let bytes = spans.clone().map(|d| d.input_end - d.input_start).sum();
             let n = output.sessions.len();
-            println_or_pipe(&format!(
-                "wrote {}: {n} session{}, {main} main frames{}",
+            out.push_str(&format!(
+                "wrote {}: {n} session{}, {main} main frames{}\n",
                 output.path,
                 if n == 1 { "" } else { "s" },
                 left_out(spans.count(), bytes)
-            ))?;
+            ));
         }
     }
     if args.json {
@@ -309,12 +329,7 @@ fn run_blackbox(args: &Args, input: &[u8]) -> Result<u8, Error> {
             outputs,
             dropped: &dropped,
         };
-        let stdout = io::stdout();
-        let mut out = stdout.lock();
-        serde_json::to_writer(&mut out, &summary)
-            .map_err(io::Error::from)
-            .and_then(|()| writeln!(out))
-            .map_err(|e| Error::io(Path::new("<stdout>"), e))?;
+        push_json(out, &summary)?;
     }
     Ok(if report.is_clean() {
         EXIT_CLEAN
