@@ -23,8 +23,11 @@ pub struct Args {
     /// JSON Lines on standard output: a session record, then one record per frame and event.
     #[arg(long)]
     jsonl: bool,
-    /// CSV files: for Blackbox one per session, `<stem>.NN.csv` (main frames with the slow-frame
-    /// fields appended); for DataFlash one per message type, `<stem>.<NAME>.csv` (units in the
+    /// CSV files. Blackbox: per session NN (from 01) the files blackbox_decode writes with its
+    /// default options: `<stem>.NN.csv` (main frames with units, energyCumulative and the
+    /// slow-frame fields, flags as names), `<stem>.NN.gps.csv` and `<stem>.NN.gps.gpx` when the
+    /// session has GPS frames, `<stem>.NN.event` when it has events; Betaflight's or INAV's
+    /// formatting by firmware. DataFlash: one per message type, `<stem>.<NAME>.csv` (units in the
     /// headings).
     #[arg(long)]
     csv: bool,
