@@ -380,6 +380,7 @@ impl StartTime {
     /// Read the leading integers of `YYYY-MM-DDTHH:MM:SS...`, as `sscanf("%d-%d-%dT%d:%d:%d")`
     /// does; fields it cannot read stay zero.
     fn parse(text: &str) -> StartTime {
+        const LIMIT: i64 = 1 << 31;
         let mut parts = [0i64; 6];
         let mut rest = text;
         let separators = ['-', '-', 'T', ':', ':'];
@@ -392,7 +393,8 @@ impl StartTime {
             let Ok(value) = trimmed[..digits].parse::<i64>() else {
                 break;
             };
-            *part = value;
+            // Far beyond any calendar use; keeps the date arithmetic inside 64 bits.
+            *part = value.clamp(-LIMIT, LIMIT);
             rest = &trimmed[digits..];
             match separators.get(i) {
                 Some(&sep) if rest.starts_with(sep) => rest = &rest[1..],
@@ -1158,7 +1160,8 @@ impl ReferenceCsv {
                 // (hours past 23 are printed as they are).
                 Flavour::Inav => {
                     let s = &self.carry.start_time;
-                    let total = time + (s.hour * 3600 + s.minute * 60 + s.second) * 1_000_000;
+                    let start = s.hour * 3600 + s.minute * 60 + s.second;
+                    let total = time.wrapping_add(start.wrapping_mul(1_000_000));
                     let secs = i64::from((total / 1_000_000) as u32);
                     (s.year, s.month, s.day, secs, (total % 1_000_000) as u32)
                 }
@@ -1338,5 +1341,15 @@ mod tests {
             (0, 1, 1)
         );
         assert_eq!(civil_from_days(days_from_civil(2024, 2, 29)), (2024, 2, 29));
+        // Hostile headers neither panic nor overflow.
+        for text in [
+            "99999999999999999999-99-99T99:99:99",
+            "-9-x",
+            "",
+            "2024-13-45T25:61:61",
+        ] {
+            let t = StartTime::parse(text);
+            civil_from_days(t.unix_seconds().div_euclid(86_400));
+        }
     }
 }
