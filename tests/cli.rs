@@ -195,7 +195,19 @@ fn csv_export_writes_one_file_per_session() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names, ["demo.01.csv", "demo.02.csv"]);
+    // The generated demo has GPS in its first session and events in both, so the C decoder's
+    // GPS CSV, GPX and event files appear for those sessions only.
+    assert_eq!(
+        names,
+        [
+            "demo.01.csv",
+            "demo.01.event",
+            "demo.01.gps.csv",
+            "demo.01.gps.gpx",
+            "demo.02.csv",
+            "demo.02.event"
+        ]
+    );
     let text = std::fs::read_to_string(dir.join("demo.01.csv")).unwrap();
     let mut lines = text.lines();
     let header = lines.next().unwrap();
@@ -203,12 +215,22 @@ fn csv_export_writes_one_file_per_session() {
         header.starts_with("loopIteration, time (us), axisP[0]"),
         "{header}"
     );
-    assert!(header.ends_with("motor[3], flightModeFlags, stateFlags, failsafePhase, rxSignalReceived, rxFlightChannelsValid"), "{header}");
+    assert!(
+        header.contains(", vbatLatest (V), amperageLatest (A), "),
+        "{header}"
+    );
+    assert!(header.ends_with("motor[3], energyCumulative (mAh), flightModeFlags (flags), stateFlags (flags), failsafePhase (flags), rxSignalReceived, rxFlightChannelsValid"), "{header}");
     let rows: Vec<&str> = lines.collect();
     assert_eq!(rows.len(), 16 + 496);
-    assert!(rows[0].starts_with("0, 30000000, "), "{}", rows[0]);
+    // `%3u` pads to three characters.
+    assert!(rows[0].starts_with("  0, 30000000, "), "{}", rows[0]);
     let columns = header.split(", ").count();
     assert!(rows.iter().all(|r| r.split(", ").count() == columns));
+    let events = std::fs::read_to_string(dir.join("demo.01.event")).unwrap();
+    assert_eq!(
+        events,
+        "{\"name\":\"Sync beep\", \"time\":30000000}\n{\"name\":\"Log clean end\", \"time\":30511000}\n"
+    );
 }
 
 #[test]

@@ -4,6 +4,7 @@
 //! sessions, parses each header and decodes its frames in file order.
 
 pub mod codec;
+pub mod csv;
 pub mod decoder;
 pub mod event;
 pub mod frame;

@@ -1,8 +1,9 @@
 //! `bbcheck export`: the accepted frames as JSON Lines on standard output, or as one CSV file per
 //! session in the layout of the reference C decoder.
 
-use super::output::AtomicFile;
+use super::output::{AtomicFile, ClosedFile};
 use super::{Detected, EXIT_CLEAN, EXIT_DAMAGED, Error, LogFormat, detect, input};
+use crate::blackbox::csv::{self, ReferenceCsv};
 use crate::blackbox::decoder::{EventFrame, Frame, Sink};
 use crate::blackbox::frame::FrameKind;
 use crate::blackbox::{self, Session};
@@ -22,8 +23,11 @@ pub struct Args {
     /// JSON Lines on standard output: a session record, then one record per frame and event.
     #[arg(long)]
     jsonl: bool,
-    /// CSV files: for Blackbox one per session, `<stem>.NN.csv` (main frames with the slow-frame
-    /// fields appended); for DataFlash one per message type, `<stem>.<NAME>.csv` (units in the
+    /// CSV files. Blackbox: per session NN (from 01) the files blackbox_decode writes with its
+    /// default options: `<stem>.NN.csv` (main frames with units, energyCumulative and the
+    /// slow-frame fields, flags as names), `<stem>.NN.gps.csv` and `<stem>.NN.gps.gpx` when the
+    /// session has GPS frames, `<stem>.NN.event` when it has events; Betaflight's or INAV's
+    /// formatting by firmware. DataFlash: one per message type, `<stem>.<NAME>.csv` (units in the
     /// headings).
     #[arg(long)]
     csv: bool,
@@ -127,14 +131,7 @@ pub fn run(args: &Args) -> Result<u8, Error> {
     } else {
         let (dir, stem) = csv_destination(args);
         let mut sink = input::Reached {
-            inner: CsvSink {
-                dir,
-                stem,
-                files: Vec::new(),
-                layout: None,
-                slow: Vec::new(),
-                error: None,
-            },
+            inner: CsvSink::new(dir, stem),
             reached: &reached,
         };
         let report = input::bounded(&data, &reached, &bar, || {
@@ -142,15 +139,16 @@ pub fn run(args: &Args) -> Result<u8, Error> {
                 &name,
                 &data,
                 |session, sink: &mut input::Reached<CsvSink>| {
-                    CsvSink::start_session(session, &mut sink.inner)
+                    sink.inner.start_session(session, &data)
                 },
                 &mut sink,
             )
         });
+        sink.inner.finish_session();
         if let Some(e) = sink.inner.error {
             return Err(e);
         }
-        for file in sink.inner.files {
+        for file in sink.inner.done {
             file.commit()?;
         }
         report
@@ -324,86 +322,173 @@ impl<W: Write> Sink for JsonlSink<W> {
     }
 }
 
+/// The files of the session being written: the CSV from its start, the others once the session
+/// has something for them (as the C decoder creates them).
+struct SessionFiles {
+    index: usize,
+    csv: AtomicFile,
+    gps: Option<AtomicFile>,
+    gpx: Option<AtomicFile>,
+    event: Option<AtomicFile>,
+}
+
+/// Writes the reference C decoder's files for every session.
 struct CsvSink {
     dir: PathBuf,
     stem: String,
-    files: Vec<AtomicFile>,
-    /// Main field count of the session being written.
-    layout: Option<usize>,
-    slow: Vec<i64>,
+    reference: ReferenceCsv,
+    /// One formatted line, reused.
+    line: Vec<u8>,
+    session: Option<SessionFiles>,
+    /// Complete files, moved into place once the whole log is written.
+    done: Vec<ClosedFile>,
     error: Option<Error>,
 }
 
-/// The column name the reference C decoder uses for a field.
-fn column_name(name: &str) -> String {
-    match name {
-        "time" => "time (us)".into(),
-        other => other.to_owned(),
-    }
-}
-
 impl CsvSink {
-    fn start_session(session: &Session, sink: &mut Self) {
-        if sink.error.is_some() {
-            return;
+    fn new(dir: PathBuf, stem: String) -> CsvSink {
+        CsvSink {
+            dir,
+            stem,
+            reference: ReferenceCsv::new(),
+            line: Vec::with_capacity(4096),
+            session: None,
+            done: Vec::new(),
+            error: None,
         }
-        let h = &session.header;
-        let Some(main) = h.def(FrameKind::I) else {
-            sink.layout = None;
+    }
+
+    /// Create `<stem>.NN<suffix>` starting with `first`.
+    fn create(&self, index: usize, suffix: &str, first: &[u8]) -> Result<AtomicFile, Error> {
+        let path = self.dir.join(format!("{}.{index:02}{suffix}", self.stem));
+        let mut file = AtomicFile::create(&path)?;
+        file.write_all(first).map_err(|e| Error::io(&path, e))?;
+        Ok(file)
+    }
+
+    /// Close the files of the session being written.
+    fn finish_session(&mut self) {
+        let Some(files) = self.session.take() else {
             return;
         };
-        let slow_names = h.def(FrameKind::S).map_or(&[][..], |d| &d.names[..]);
-        let path = sink
-            .dir
-            .join(format!("{}.{:02}.csv", sink.stem, session.bounds.index));
-        let mut file = match AtomicFile::create(&path) {
-            Ok(f) => f,
-            Err(e) => {
-                sink.error = Some(e);
-                return;
+        let mut gpx = files.gpx;
+        if let Some(file) = gpx.as_mut()
+            && let Err(e) = file.write_all(csv::GPX_TRAILER.as_bytes())
+        {
+            self.fail(Error::io(file.path(), e));
+            return;
+        }
+        for file in [Some(files.csv), files.gps, gpx, files.event]
+            .into_iter()
+            .flatten()
+        {
+            match file.close() {
+                Ok(closed) => self.done.push(closed),
+                Err(e) => return self.fail(e),
             }
-        };
-        let columns: Vec<String> = main
-            .names
-            .iter()
-            .chain(slow_names)
-            .map(|n| column_name(n))
-            .collect();
-        if let Err(e) = writeln!(file.writer(), "{}", columns.join(", ")) {
-            sink.error = Some(Error::io(&path, e));
+        }
+    }
+
+    fn fail(&mut self, error: Error) {
+        if self.error.is_none() {
+            self.error = Some(error);
+        }
+    }
+
+    fn start_session(&mut self, session: &Session, data: &[u8]) {
+        self.finish_session();
+        if self.error.is_some() {
             return;
         }
-        sink.layout = Some(main.len());
-        sink.slow = vec![0; slow_names.len()];
-        sink.files.push(file);
+        let index = session.bounds.index;
+        let start =
+            (session.header.data_start as usize).clamp(session.bounds.start, session.bounds.end);
+        let body = &data[start..session.bounds.end];
+        self.line.clear();
+        if self.reference.start_session(&session.header, body) {
+            self.reference.write_header(&mut self.line);
+        }
+        match self.create(index, ".csv", &self.line) {
+            Ok(csv) => {
+                self.session = Some(SessionFiles {
+                    index,
+                    csv,
+                    gps: None,
+                    gpx: None,
+                    event: None,
+                })
+            }
+            Err(e) => self.fail(e),
+        }
+    }
+
+    /// Append the formatted line to a session file, creating it with `first` if needed.
+    fn append(
+        &mut self,
+        pick: fn(&mut SessionFiles) -> &mut Option<AtomicFile>,
+        suffix: &str,
+        first: &[u8],
+    ) {
+        let Some(files) = self.session.as_mut() else {
+            return;
+        };
+        let index = files.index;
+        if pick(files).is_none() {
+            match self.create(index, suffix, first) {
+                Ok(file) => *pick(self.session.as_mut().expect("a session")) = Some(file),
+                Err(e) => return self.fail(e),
+            }
+        }
+        let file = pick(self.session.as_mut().expect("a session"))
+            .as_mut()
+            .expect("created");
+        if let Err(e) = file.write_all(&self.line) {
+            let e = Error::io(file.path(), e);
+            self.fail(e);
+        }
     }
 }
 
 impl Sink for CsvSink {
     fn frame(&mut self, frame: &Frame<'_>) {
-        if self.error.is_some() || self.layout.is_none() {
+        if self.error.is_some() || self.session.is_none() {
             return;
         }
         match frame.kind {
-            FrameKind::S => {
-                let n = self.slow.len();
-                self.slow.copy_from_slice(&frame.values[..n]);
-            }
+            FrameKind::S => self.reference.slow_frame(frame),
             FrameKind::I | FrameKind::P => {
-                let slow = &self.slow;
-                let file = self.files.last_mut().expect("a file per session");
-                let out = file.writer();
-                let result = write_values(out, frame, b", ").and_then(|()| {
-                    for v in slow {
-                        write!(out, ", {v}")?;
-                    }
-                    writeln!(out)
-                });
-                if let Err(e) = result {
-                    self.error = Some(Error::io(&self.dir, e));
+                self.line.clear();
+                self.reference.write_main_row(&mut self.line, frame);
+                let files = self.session.as_mut().expect("a session");
+                if let Err(e) = files.csv.write_all(&self.line) {
+                    let e = Error::io(files.csv.path(), e);
+                    self.fail(e);
                 }
             }
-            _ => {}
+            FrameKind::G => {
+                self.line.clear();
+                if self.reference.write_gpx_point(&mut self.line, frame) {
+                    self.append(|f| &mut f.gpx, ".gps.gpx", csv::GPX_PREAMBLE.as_bytes());
+                }
+                let mut header = Vec::new();
+                if self.session.as_ref().is_some_and(|f| f.gps.is_none()) {
+                    self.reference.write_gps_header(&mut header);
+                }
+                self.line.clear();
+                self.reference.write_gps_row(&mut self.line, frame);
+                self.append(|f| &mut f.gps, ".gps.csv", &header);
+            }
+            FrameKind::H | FrameKind::E => {}
+        }
+    }
+
+    fn event(&mut self, event: &EventFrame<'_>) {
+        if self.error.is_some() || self.session.is_none() {
+            return;
+        }
+        self.line.clear();
+        if self.reference.write_event(&mut self.line, event.event) {
+            self.append(|f| &mut f.event, ".event", b"");
         }
     }
 }

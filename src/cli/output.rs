@@ -33,14 +33,57 @@ impl AtomicFile {
         self.writer.as_mut().expect("not yet committed")
     }
 
+    /// The path the file will have once committed.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// Flush, sync and move the file into place.
-    pub fn commit(mut self) -> Result<(), Error> {
-        let writer = self.writer.take().expect("committed once");
+    pub fn commit(self) -> Result<(), Error> {
+        self.close()?.commit()
+    }
+
+    /// Flush, sync and close the file, leaving it to be moved into place by
+    /// [`ClosedFile::commit`] (so that many finished files need no open descriptors).
+    pub fn close(mut self) -> Result<ClosedFile, Error> {
+        let writer = self.writer.take().expect("closed once");
+        // The closed file owns the temporary file from here: it is removed on any error below.
+        let closed = ClosedFile {
+            path: self.path.clone(),
+            temp: self.temp.clone(),
+            committed: false,
+        };
         let file = writer
             .into_inner()
             .map_err(|e| Error::io(&self.temp, e.into_error()))?;
         file.sync_all().map_err(|e| Error::io(&self.temp, e))?;
-        std::fs::rename(&self.temp, &self.path).map_err(|e| Error::io(&self.path, e))
+        drop(file);
+        Ok(closed)
+    }
+}
+
+/// A complete file, closed, that replaces its path on [`ClosedFile::commit`] and is removed if
+/// dropped uncommitted.
+pub struct ClosedFile {
+    path: PathBuf,
+    temp: PathBuf,
+    committed: bool,
+}
+
+impl ClosedFile {
+    /// Move the file into place.
+    pub fn commit(mut self) -> Result<(), Error> {
+        std::fs::rename(&self.temp, &self.path).map_err(|e| Error::io(&self.path, e))?;
+        self.committed = true;
+        Ok(())
+    }
+}
+
+impl Drop for ClosedFile {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = std::fs::remove_file(&self.temp);
+        }
     }
 }
 
