@@ -6,6 +6,7 @@
 pub mod check;
 mod damage;
 pub mod export;
+mod html;
 mod input;
 mod output;
 mod salvage;
