@@ -1,8 +1,8 @@
 //! `bbcheck check`: a summary per file and session, and every corrupt span, as text or JSON.
 
 use super::{
-    Detected, EXIT_CLEAN, EXIT_DAMAGED, EXIT_ERROR, Error, LogFormat, detect, input, terminal,
-    terminal::Paint,
+    Detected, EXIT_CLEAN, EXIT_DAMAGED, EXIT_ERROR, Error, LogFormat, detect, html, input,
+    terminal, terminal::Paint,
 };
 use crate::blackbox::{
     self,
@@ -33,6 +33,12 @@ pub struct Args {
     /// Read the files as this format instead of deciding from their content.
     #[arg(long, value_enum, default_value_t)]
     format: LogFormat,
+    /// Also write a self-contained HTML page per file: timelines, corrupt spans and their bytes.
+    /// With one file, PATH is the page (or, when PATH is an existing directory, the page goes in
+    /// it); with several files or a directory, PATH is a directory (created if missing) holding
+    /// `<file name>.html` per file, `<file name>.2.html` for a later file of the same name.
+    #[arg(long, value_name = "PATH")]
+    html: Option<PathBuf>,
 }
 
 /// The report of a checked file, by format.
@@ -80,12 +86,19 @@ struct Job {
     found: bool,
     /// Bytes, for the progress bar (0 when it cannot be told).
     size: u64,
+    /// Where its HTML page goes (`--html`).
+    page: Option<PathBuf>,
 }
 
 impl Job {
     fn new(path: PathBuf, found: bool) -> Job {
         let size = std::fs::metadata(&path).map_or(0, |m| m.len());
-        Job { path, found, size }
+        Job {
+            path,
+            found,
+            size,
+            page: None,
+        }
     }
 }
 
@@ -144,13 +157,20 @@ fn jobs(paths: &[PathBuf]) -> Result<Vec<Job>, Error> {
 
 fn check_one(job: &Job, args: &Args, reached: &AtomicU64) -> Outcome {
     let checked = input::open(&job.path).and_then(|data| {
-        let report = input::bounded(&data, reached, &ProgressBar::hidden(), || {
+        let (report, timeline) = input::bounded(&data, reached, &ProgressBar::hidden(), || {
+            if job.page.is_some() {
+                return html::check(&job.path, &data, args.format, reached)
+                    .map(|(r, t)| (r, Some(t)));
+            }
             let mut sink = input::Reached {
                 inner: Discard,
                 reached,
             };
-            check_data(&job.path, &data, args.format, &mut sink)
+            check_data(&job.path, &data, args.format, &mut sink).map(|r| (r, None))
         })?;
+        if let (Some(page), Some(timeline)) = (&job.page, &timeline) {
+            html::write(page, &report, timeline, &data)?;
+        }
         Ok((data, report))
     });
     let (data, report) = match checked {
@@ -202,13 +222,20 @@ fn check_one(job: &Job, args: &Args, reached: &AtomicU64) -> Outcome {
 /// Check every file, on all cores, printing each file's report in the order given; several files
 /// end with a summary table.
 pub fn run(args: &Args) -> Result<u8, Error> {
-    let jobs = jobs(&args.files)?;
+    let mut jobs = jobs(&args.files)?;
     if jobs.is_empty() {
         let named: Vec<String> = args.files.iter().map(|p| p.display().to_string()).collect();
         return Err(Error::Usage(format!(
             "{}: no files to check",
             named.join(", ")
         )));
+    }
+    if let Some(target) = &args.html {
+        let inputs: Vec<&Path> = jobs.iter().map(|j| j.path.as_path()).collect();
+        let pages = html::page_paths(target, &args.files, &inputs)?;
+        for (job, page) in jobs.iter_mut().zip(pages) {
+            job.page = Some(page);
+        }
     }
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
@@ -433,7 +460,12 @@ fn write_hex(
 }
 
 /// The bytes around a span: some context, and both ends of a long span.
-fn write_span_bytes(out: &mut impl Write, data: &[u8], start: usize, end: usize) -> io::Result<()> {
+pub(super) fn write_span_bytes(
+    out: &mut impl Write,
+    data: &[u8],
+    start: usize,
+    end: usize,
+) -> io::Result<()> {
     let from = start.saturating_sub(CONTEXT) / 16 * 16;
     let to = (end + CONTEXT).min(data.len());
     if end - start <= 2 * SPAN_ENDS {

@@ -7,6 +7,7 @@ pub mod check;
 mod damage;
 mod docs;
 pub mod export;
+mod html;
 mod info;
 mod input;
 mod output;
