@@ -969,6 +969,28 @@ fn write_legend(out: &mut String, file: &FileReport) {
     out.push_str("</div></div></section>");
 }
 
+/// A session's first and last time and how long that is, or a dash.
+fn time_range(s: &SessionReport) -> String {
+    match (s.first_time_us, s.last_time_us) {
+        (Some(a), Some(b)) => format!(
+            "{} – {} ({})",
+            seconds(a),
+            seconds(b),
+            duration(b.saturating_sub(a))
+        ),
+        _ => "—".to_owned(),
+    }
+}
+
+/// A session's number, linking to its timeline when the page draws one.
+fn session_link(s: &SessionReport, drawn: usize) -> String {
+    if s.index <= drawn {
+        format!("<a href=\"#session-{0}\">{0}</a>", s.index)
+    } else {
+        s.index.to_string()
+    }
+}
+
 fn write_blackbox_sessions(out: &mut String, sessions: &[SessionReport], drawn: usize) {
     out.push_str(
         "<table class=\"sessions\"><thead><tr><th>#</th><th>bytes</th><th>firmware</th>\
@@ -977,15 +999,7 @@ fn write_blackbox_sessions(out: &mut String, sessions: &[SessionReport], drawn: 
     );
     for s in sessions {
         let f = &s.frames;
-        let time = match (s.first_time_us, s.last_time_us) {
-            (Some(a), Some(b)) => format!("{} – {} ({})", seconds(a), seconds(b), duration(b - a)),
-            _ => "—".to_owned(),
-        };
-        let link = if s.index <= drawn {
-            format!("<a href=\"#session-{0}\">{0}</a>", s.index)
-        } else {
-            s.index.to_string()
-        };
+        let (time, link) = (time_range(s), session_link(s, drawn));
         let _ = write!(
             out,
             "<tr><td>{link}</td><td class=\"num\">[{}..{})</td><td>{}</td><td>{}</td>\
@@ -1018,20 +1032,7 @@ fn write_dataflash_sessions(out: &mut String, sessions: &[SessionReport], drawn:
          <th>TimeUS</th><th>spans</th></tr></thead><tbody>",
     );
     for s in sessions {
-        let time = match (s.first_time_us, s.last_time_us) {
-            (Some(a), Some(b)) => format!(
-                "{} – {} ({})",
-                seconds(a),
-                seconds(b),
-                duration(b.saturating_sub(a))
-            ),
-            _ => "—".to_owned(),
-        };
-        let link = if s.index <= drawn {
-            format!("<a href=\"#session-{0}\">{0}</a>", s.index)
-        } else {
-            s.index.to_string()
-        };
+        let (time, link) = (time_range(s), session_link(s, drawn));
         let _ = write!(
             out,
             "<tr><td>{link}</td><td class=\"num\">[{}..{})</td><td>{}</td><td>{time}</td>\
