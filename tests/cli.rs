@@ -587,6 +587,30 @@ fn a_dash_reads_standard_input() {
 }
 
 #[test]
+fn csv_files_of_standard_input_are_named_stdin() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let dir = temp_dir("stdin-csv");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bbcheck"))
+        .args(["export", "--csv", "-", "-o", dir.to_str().unwrap()])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let data = std::fs::read(demo()).unwrap();
+    child.stdin.take().unwrap().write_all(&data).unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert!(names.contains(&"stdin.01.csv".to_owned()), "{names:?}");
+    assert!(names.contains(&"stdin.02.csv".to_owned()), "{names:?}");
+    assert!(names.iter().all(|n| n.starts_with("stdin.")), "{names:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn a_file_too_large_to_read_whole_reports_as_if_read() {
     // Files from 32 MiB on are mapped and their pages released behind the decoder.
     let dir = temp_dir("large");

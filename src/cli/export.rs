@@ -48,10 +48,12 @@ fn csv_destination(args: &Args) -> (PathBuf, String) {
             .parent()
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
     };
-    let stem = args
-        .file
-        .file_stem()
-        .map_or_else(|| "log".into(), |s| s.to_string_lossy().into_owned());
+    // Standard input has no name: its files are `stdin.*`, as its --html page is.
+    let stem = match args.file.file_stem() {
+        _ if args.file == Path::new("-") => "stdin".to_owned(),
+        Some(stem) => stem.to_string_lossy().into_owned(),
+        None => "log".to_owned(),
+    };
     (dir, stem)
 }
 
