@@ -818,8 +818,8 @@ fn csv_export_writes_one_table_per_type_with_units_in_the_headings() {
         .map(Value::to_string)
         .collect();
     assert_eq!(att.lines().nth(1).unwrap(), row.join(","));
-    // A directory that does not exist: an error, and nothing written.
-    let missing = dir.join("missing");
+    // A directory that does not exist is created.
+    let missing = dir.join("new/tables");
     let out = bbcheck(&[
         "export",
         "--csv",
@@ -827,8 +827,20 @@ fn csv_export_writes_one_table_per_type_with_units_in_the_headings() {
         missing.to_str().unwrap(),
         input.to_str().unwrap(),
     ]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(std::fs::read_dir(&missing).unwrap().count(), counts.len());
+    // One that cannot be created (a file is in the way): an error, and nothing written.
+    let blocked = dir.join("blocked");
+    std::fs::write(&blocked, b"").unwrap();
+    let out = bbcheck(&[
+        "export",
+        "--csv",
+        "-o",
+        blocked.join("tables").to_str().unwrap(),
+        input.to_str().unwrap(),
+    ]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(!missing.exists());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("blocked/tables"));
 }
 
 #[test]
@@ -884,4 +896,73 @@ fn appended_logs_are_sessions_of_their_own() {
     let (code, _, _) = salvage(&[path.to_str().unwrap(), "-o", output.to_str().unwrap()]);
     assert_eq!(code, Some(0));
     assert_eq!(std::fs::read(&output).unwrap(), data);
+}
+
+/// The first line of each `<stem>.<TYPE>.csv` in `dir`, by type.
+fn csv_headings(dir: &Path) -> std::collections::BTreeMap<String, String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .map(|path| {
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            let table = name.trim_end_matches(".csv").rsplit('.').next().unwrap();
+            let text = std::fs::read_to_string(&path).unwrap();
+            (table.to_owned(), text.lines().next().unwrap().to_owned())
+        })
+        .collect()
+}
+
+#[test]
+fn salvage_borrows_the_units_of_the_formats_it_borrows() {
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
+    let dir = temp_dir("salvage-units");
+    let original = corpus.join("real/ardupilot/ardupilot-plane-4.2.3-flightdata-center_0003.bin");
+    // The start of the log is lost: every FMT, FMTU, UNIT and MULT message with it.
+    let data = std::fs::read(&original).unwrap();
+    let input = write(&dir, "headless.bin", &data[20_000..]);
+    let output = dir.join("salvaged.bin");
+    let (code, summary, stderr) = salvage(&[
+        input.to_str().unwrap(),
+        "-o",
+        output.to_str().unwrap(),
+        "--fmt-from",
+        original.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(1), "{stderr}");
+    let added = summary["formats_added"].as_array().unwrap();
+    for support in ["UNIT", "MULT", "FMTU"] {
+        assert!(added.iter().any(|n| n == support), "{support}: {added:?}");
+    }
+    let (code, report) = check_json(&output);
+    assert_eq!(code, Some(0), "{report}");
+    // Each type's CSV headings, units and multipliers included, are those of the intact log.
+    let (whole, salvaged) = (dir.join("whole"), dir.join("salvaged"));
+    for (log, to) in [(&original, &whole), (&output, &salvaged)] {
+        let out = bbcheck(&[
+            "export",
+            "--csv",
+            "-o",
+            to.to_str().unwrap(),
+            log.to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(0));
+    }
+    let (whole, salvaged) = (csv_headings(&whole), csv_headings(&salvaged));
+    let mut compared = 0;
+    for (table, headings) in &salvaged {
+        if matches!(table.as_str(), "FMT" | "FMTU" | "UNIT" | "MULT") {
+            continue;
+        }
+        assert_eq!(Some(headings), whole.get(table), "{table}");
+        compared += 1;
+    }
+    assert!(compared > 20, "{compared} types compared");
+    assert!(
+        salvaged["ATT"].contains(",Roll [0.01 deg],"),
+        "{}",
+        salvaged["ATT"]
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -31,7 +31,7 @@ pub struct Args {
     /// headings).
     #[arg(long)]
     csv: bool,
-    /// Directory for CSV files (default: the input's directory).
+    /// Directory for CSV files, created if missing (default: the input's directory).
     #[arg(long, short = 'o')]
     output_dir: Option<PathBuf>,
     /// Read the file as this format instead of deciding from its content.
@@ -39,10 +39,14 @@ pub struct Args {
     log_format: LogFormat,
 }
 
-/// Where CSV files go, and the stem their names start with.
-fn csv_destination(args: &Args) -> (PathBuf, String) {
+/// Where CSV files go (an `-o` directory is created when missing), and the stem their names start
+/// with.
+fn csv_destination(args: &Args) -> Result<(PathBuf, String), Error> {
     let dir = match &args.output_dir {
-        Some(dir) => dir.clone(),
+        Some(dir) => {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+            dir.clone()
+        }
         None => args
             .file
             .parent()
@@ -54,7 +58,7 @@ fn csv_destination(args: &Args) -> (PathBuf, String) {
         Some(stem) => stem.to_string_lossy().into_owned(),
         None => "log".to_owned(),
     };
-    (dir, stem)
+    Ok((dir, stem))
 }
 
 /// Export a DataFlash log (its mapped pages released as the scans go by).
@@ -72,7 +76,7 @@ fn export_dataflash(args: &Args, data: &[u8]) -> Result<u8, Error> {
         crate::dataflash::jsonl::write_jsonl(&name, data, stdout.lock())
             .map_err(|e| Error::io(Path::new("<stdout>"), e))?
     } else {
-        let (dir, stem) = csv_destination(args);
+        let (dir, stem) = csv_destination(args)?;
         // The first error creating a file, with its path.
         let mut failed: Option<Error> = None;
         let result = crate::dataflash::csv::write_csv(&name, data, |table| {
@@ -131,7 +135,7 @@ pub fn run(args: &Args) -> Result<u8, Error> {
         })
         .map_err(|e| Error::io(Path::new("<stdout>"), e))?
     } else {
-        let (dir, stem) = csv_destination(args);
+        let (dir, stem) = csv_destination(args)?;
         let mut sink = input::Reached {
             inner: CsvSink::new(dir, stem),
             reached: &reached,

@@ -4,13 +4,19 @@
 //! clean log salvages to its messages exactly. Each type's FMT comes before the type's first
 //! message: the input's own FMT when it was kept, or one written from the format table when the
 //! definition came from elsewhere (a donor log's, with `--fmt-from`, where the input's FMT was
-//! lost to damage).
+//! lost to damage). A definition written from the table brings its units along: the UNIT and MULT
+//! messages of the ids it uses and its FMTU, as the donor defined them, unless the output already
+//! declares them.
 
-use super::fmt::{FMT_TYPE, FieldType, Format, Formats, HEADER, Role, definition_from_values};
+use super::fmt::{
+    FMT_TYPE, FieldType, Format, Formats, HEADER, Role, definition_from_values, fmtu_from_values,
+    mult_from_values, unit_from_values,
+};
 use super::message::Message;
 use super::reader::{Rules, Sink, scan_with};
 use super::report::{DataflashReport, Observer, build};
 use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// What a salvaged log holds and what was left out.
 #[derive(Debug, Clone, Serialize)]
@@ -74,10 +80,74 @@ struct Writer {
     /// (input offset, output offset) of each message that follows skipped input bytes.
     anchors: Vec<(u64, u64)>,
     summary: SalvageSummary,
+    /// Where units of a definition written from the table come from.
+    units: UnitSource,
+    /// UNIT and MULT ids, and types with a FMTU, the output declares so far.
+    units_declared: BTreeSet<char>,
+    multipliers_declared: BTreeSet<char>,
+    fmtu_declared: BTreeSet<u8>,
+    /// The last TimeUS copied: the time of messages written from the table.
+    last_time: u64,
+}
+
+/// The UNIT, MULT and FMTU definitions and the id tables of the format table a scan starts from
+/// (a donor log's), to declare the units of a definition written from it.
+#[derive(Default)]
+struct UnitSource {
+    unit: Option<Format>,
+    mult: Option<Format>,
+    fmtu: Option<Format>,
+    units: BTreeMap<char, String>,
+    multipliers: BTreeMap<char, f64>,
+}
+
+impl UnitSource {
+    fn of(formats: &Formats) -> UnitSource {
+        let role = |role| formats.iter().find(|f| f.role == role).cloned();
+        UnitSource {
+            unit: role(Role::Unit),
+            mult: role(Role::Mult),
+            fmtu: role(Role::Fmtu),
+            units: formats.units.clone(),
+            multipliers: formats.multipliers.clone(),
+        }
+    }
+}
+
+/// A value to write into a message built from a definition.
+#[derive(Debug, Clone, Copy)]
+enum Field<'a> {
+    Integer(i128),
+    Float(f64),
+    Text(&'a [u8]),
+}
+
+/// A message of `format` whose columns take the values `value` gives by column name; `None` when a
+/// column is unknown or a value does not fit its field.
+fn build_message<'a>(
+    format: &Format,
+    value: impl Fn(&str) -> Option<Field<'a>>,
+) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(format.message_len()?);
+    out.extend_from_slice(&HEADER);
+    out.push(format.type_id);
+    for (field, column) in format.fields.iter().zip(&format.columns) {
+        match (value(column)?, *field) {
+            (Field::Integer(v), f) if f.is_integer() => put_integer(&mut out, f, v)?,
+            (Field::Float(v), FieldType::F32) => out.extend_from_slice(&(v as f32).to_le_bytes()),
+            (Field::Float(v), FieldType::F64) => out.extend_from_slice(&v.to_le_bytes()),
+            (Field::Text(t), f) if f.is_text() && t.len() <= f.size() => {
+                out.extend_from_slice(t);
+                out.resize(out.len() + f.size() - t.len(), 0);
+            }
+            _ => return None,
+        }
+    }
+    (Some(out.len()) == format.message_len()).then_some(out)
 }
 
 impl Writer {
-    fn new() -> Writer {
+    fn new(formats: &Formats) -> Writer {
         let mut declared = vec![None; 256];
         let fmt = Format::fmt();
         declared[usize::from(FMT_TYPE)] = Some(Declared::of(&fmt));
@@ -93,6 +163,120 @@ impl Writer {
                 messages_undefinable: 0,
                 dropped: Vec::new(),
             },
+            units: UnitSource::of(formats),
+            units_declared: BTreeSet::new(),
+            multipliers_declared: BTreeSet::new(),
+            fmtu_declared: BTreeSet::new(),
+            last_time: 0,
+        }
+    }
+
+    /// Declare `format` (its FMT from the table) unless the output already declares it the same
+    /// way; false when it cannot be written.
+    fn declare(&mut self, format: &Format) -> bool {
+        let type_slot = usize::from(format.type_id);
+        let wanted = Declared::of(format);
+        if self.declared[type_slot].as_ref() == Some(&wanted) {
+            return true;
+        }
+        let Some(fmt) = fmt_message(&self.fmt_layout, format) else {
+            return false;
+        };
+        self.out.extend_from_slice(&fmt);
+        self.summary.formats_added.push(format.name.clone());
+        self.declared[type_slot] = Some(wanted);
+        true
+    }
+
+    /// Write a message of a support type (UNIT, MULT, FMTU), declaring the type first.
+    fn write_support(&mut self, format: &Format, message: Option<Vec<u8>>) {
+        if let Some(message) = message
+            && self.declare(format)
+        {
+            self.out.extend_from_slice(&message);
+        }
+    }
+
+    /// After a definition written from the table: the UNIT and MULT messages of the ids it uses
+    /// and its FMTU, where the table knows them and the output does not declare them yet.
+    fn declare_units(&mut self, format: &Format) {
+        let (Some(unit_ids), Some(mult_ids)) = (&format.unit_ids, &format.mult_ids) else {
+            return;
+        };
+        if self.fmtu_declared.contains(&format.type_id) {
+            return;
+        }
+        let time = Field::Integer(i128::from(self.last_time));
+        if let Some(unit) = self.units.unit.clone() {
+            for id in unit_ids.chars() {
+                let Some(label) = self.units.units.get(&id).cloned() else {
+                    continue;
+                };
+                if !self.units_declared.insert(id) {
+                    continue;
+                }
+                let message = build_message(&unit, |column| match column {
+                    "TimeUS" => Some(time),
+                    "Id" => Some(Field::Integer(i128::from(u32::from(id)))),
+                    "Label" => Some(Field::Text(label.as_bytes())),
+                    _ => None,
+                });
+                self.write_support(&unit, message);
+            }
+        }
+        if let Some(mult) = self.units.mult.clone() {
+            for id in mult_ids.chars() {
+                let Some(&value) = self.units.multipliers.get(&id) else {
+                    continue;
+                };
+                if !self.multipliers_declared.insert(id) {
+                    continue;
+                }
+                let message = build_message(&mult, |column| match column {
+                    "TimeUS" => Some(time),
+                    "Id" => Some(Field::Integer(i128::from(u32::from(id)))),
+                    "Mult" => Some(Field::Float(value)),
+                    _ => None,
+                });
+                self.write_support(&mult, message);
+            }
+        }
+        if let Some(fmtu) = self.units.fmtu.clone() {
+            let message = build_message(&fmtu, |column| match column {
+                "TimeUS" => Some(time),
+                "FmtType" => Some(Field::Integer(i128::from(format.type_id))),
+                "UnitIds" => Some(Field::Text(unit_ids.as_bytes())),
+                "MultIds" => Some(Field::Text(mult_ids.as_bytes())),
+                _ => None,
+            });
+            self.fmtu_declared.insert(format.type_id);
+            self.write_support(&fmtu, message);
+        }
+    }
+
+    /// Note the units a UNIT, MULT or FMTU message being copied declares.
+    fn note_units(&mut self, message: &Message<'_>) {
+        match message.format.role {
+            Role::Unit => {
+                if let Some((id, _)) = unit_from_values(message.fields()) {
+                    self.units_declared.insert(id);
+                }
+            }
+            Role::Mult => {
+                if let Some((id, _)) = mult_from_values(message.fields()) {
+                    self.multipliers_declared.insert(id);
+                }
+            }
+            // Readers ignore a FMTU for a type not defined yet.
+            Role::Fmtu => {
+                if let Some(t) = fmtu_from_values(message.fields())
+                    .and_then(|(t, _, _)| u8::try_from(t).ok())
+                    .filter(|&t| self.declared[usize::from(t)].is_some())
+                {
+                    self.fmtu_declared.insert(t);
+                }
+            }
+            _ => {}
         }
     }
 
@@ -179,20 +363,13 @@ fn put_integer(out: &mut Vec<u8>, field: FieldType, value: i128) -> Option<()> {
 impl Sink for Writer {
     fn message(&mut self, message: &Message<'_>) {
         let format = message.format;
-        let type_slot = usize::from(format.type_id);
-        let wanted = Declared::of(format);
-        if self.declared[type_slot].as_ref() != Some(&wanted) {
-            match fmt_message(&self.fmt_layout, format) {
-                Some(fmt) => {
-                    self.out.extend_from_slice(&fmt);
-                    self.summary.formats_added.push(format.name.clone());
-                    self.declared[type_slot] = Some(wanted);
-                }
-                None => {
-                    self.summary.messages_undefinable += 1;
-                    return;
-                }
-            }
+        let added = self.summary.formats_added.len();
+        if !self.declare(format) {
+            self.summary.messages_undefinable += 1;
+            return;
+        }
+        if self.summary.formats_added.len() > added {
+            self.declare_units(format);
         }
         if self.input_end != Some(message.offset) {
             self.anchors.push((message.offset, self.out.len() as u64));
@@ -200,8 +377,13 @@ impl Sink for Writer {
         self.input_end = Some(message.offset + message.bytes.len() as u64);
         self.out.extend_from_slice(message.bytes);
         self.summary.messages_kept += 1;
-        if format.role == Role::Fmt && format.defines_formats() {
-            self.note_definition(message);
+        if let Some(t) = message.time_us() {
+            self.last_time = t;
+        }
+        match format.role {
+            Role::Fmt if format.defines_formats() => self.note_definition(message),
+            Role::Unit | Role::Mult | Role::Fmtu => self.note_units(message),
+            _ => {}
         }
     }
 }
@@ -209,7 +391,7 @@ impl Sink for Writer {
 /// Salvage `data`: its trusted messages as a clean log, and the report of what the input held.
 /// `formats` is the table the scan starts from: FMT alone, or definitions borrowed from a donor.
 pub fn salvage(path: &str, data: &[u8], formats: Formats) -> (DataflashReport, Salvaged) {
-    let mut writer = Writer::new();
+    let mut writer = Writer::new(&formats);
     let mut observer = Observer::default();
     let scan = scan_with(
         data,
