@@ -507,6 +507,62 @@ mod tests {
         assert_eq!(salvaged.summary.dropped[0].input_start, 0);
     }
 
+    /// `log()` with units: UNIT, MULT and FMTU definitions, the ids TST uses and its FMTU.
+    fn log_with_units() -> Vec<u8> {
+        let body = log();
+        let mut log = fmt(0x51, 76, "UNIT", "QbZ", "TimeUS,Id,Label");
+        log.extend(fmt(0x52, 20, "MULT", "Qbd", "TimeUS,Id,Mult"));
+        log.extend(fmt(
+            0x53,
+            44,
+            "FMTU",
+            "QBNN",
+            "TimeUS,FmtType,UnitIds,MultIds",
+        ));
+        let mut unit = 0u64.to_le_bytes().to_vec();
+        unit.push(b's');
+        unit.extend(b"s".iter().chain([0u8; 63].iter()));
+        log.extend(message(0x51, &unit));
+        let mut mult = 0u64.to_le_bytes().to_vec();
+        mult.push(b'F');
+        mult.extend(1e-6f64.to_le_bytes());
+        log.extend(message(0x52, &mult));
+        let first_data = 2 * 89;
+        log.extend(&body[..first_data]);
+        let mut fmtu = 0u64.to_le_bytes().to_vec();
+        fmtu.push(0x40);
+        fmtu.extend(b"s".iter().chain([0u8; 15].iter()));
+        fmtu.extend(b"F".iter().chain([0u8; 15].iter()));
+        log.extend(message(0x53, &fmtu));
+        log.extend(&body[first_data..]);
+        log
+    }
+
+    #[test]
+    fn borrowed_formats_bring_their_units() {
+        let whole = log_with_units();
+        let donor = donor_formats(&whole);
+        let tst = donor.get(0x40).unwrap();
+        assert_eq!(donor.column_units(tst).unwrap(), ["s"]);
+        // Everything before the first TST message is lost.
+        let at = whole
+            .windows(3)
+            .position(|w| w == [0xA3, 0x95, 0x40])
+            .unwrap();
+        let (_, salvaged) = salvage("t", &whole[at..], donor.clone());
+        assert_eq!(
+            salvaged.summary.formats_added,
+            ["TST", "UNIT", "MULT", "FMTU", "TWO"]
+        );
+        let table = donor_formats(&salvaged.bytes);
+        let tst = table.get(0x40).unwrap();
+        assert_eq!(table.column_units(tst).unwrap(), ["s"]);
+        assert_eq!(table.column_multipliers(tst).unwrap(), [Some(1e-6)]);
+        // Without units in the donor, the definition comes alone.
+        let (_, salvaged) = salvage("t", &log()[2 * 89..], donor_formats(&log()));
+        assert_eq!(salvaged.summary.formats_added, ["TST", "TWO"]);
+    }
+
     #[test]
     fn fmt_messages_round_trip_through_the_table() {
         let bytes = fmt(0x41, 7, "TWO", "I", "Value");
