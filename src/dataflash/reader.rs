@@ -244,6 +244,26 @@ struct Scanner<'a> {
     session_formats: Vec<Rc<Formats>>,
     /// Messages accepted in the current session.
     session_messages: u64,
+    /// The TimeUS of the last accepted message that has one, in the current session.
+    last_time: Option<u64>,
+}
+
+/// How far a message's TimeUS may lie before the last accepted TimeUS (loggers write some
+/// messages with their sample's time, a few milliseconds old) or after it, without a message
+/// after it agreeing.
+const TIME_SLACK_US: u64 = 1_000_000;
+
+/// Messages looked at after one whose TimeUS jumps, for one that has a TimeUS to agree or not.
+const TIME_WITNESSES: usize = 4;
+
+/// How far `time` lies after `reference` (negative: before it); a 32-bit TimeUS (`narrow`)
+/// wraps.
+fn time_after(reference: u64, time: u64, narrow: bool) -> i64 {
+    if narrow {
+        i64::from((time as u32).wrapping_sub(reference as u32) as i32)
+    } else {
+        time.wrapping_sub(reference) as i64
+    }
 }
 
 /// Start of the trailing run of identical 0x00 or 0xFF bytes (`data.len()` when there is none).
@@ -299,6 +319,52 @@ impl Scanner<'_> {
     /// Something at the current position could not be accepted.
     fn reject(&mut self, reason: DamageReason) {
         self.gap_reason.get_or_insert(reason);
+    }
+
+    /// The TimeUS of the message at `at` (when it has one) and where the message ends.
+    fn time_at(&self, at: usize) -> Option<(Option<u64>, usize)> {
+        let rest = self.data.get(at..)?;
+        if !rest.starts_with(&HEADER) {
+            return None;
+        }
+        let format = self.formats.get(*rest.get(2)?)?;
+        let len = format.message_len()?;
+        let bytes = rest.get(..len)?;
+        let message = Message {
+            offset: at as u64,
+            format,
+            bytes,
+        };
+        Some((message.time_us(), at + len))
+    }
+
+    /// Whether a message's TimeUS `time` is plausible: near the last accepted TimeUS or between it
+    /// and the TimeUS of the next message that has one (a gap in the log: lost data or a pause),
+    /// or near that next TimeUS. A jump that the next messages do not share is damage in the
+    /// TimeUS.
+    fn plausible_time(&self, time: u64, narrow: bool, end: usize) -> bool {
+        let Some(last) = self.last_time else {
+            return true;
+        };
+        let slack = TIME_SLACK_US as i64;
+        let after_last = time_after(last, time, narrow);
+        if after_last.abs() <= slack {
+            return true;
+        }
+        let mut at = end;
+        for _ in 0..TIME_WITNESSES {
+            match self.time_at(at) {
+                Some((Some(next), _)) => {
+                    let next_after_last = time_after(last, next, narrow);
+                    let between = after_last > 0 && after_last <= next_after_last + slack;
+                    return between || time_after(time, next, narrow).abs() <= slack;
+                }
+                Some((None, next_at)) => at = next_at,
+                // Nothing after it to tell: the end of the data or of what can be read.
+                None => return true,
+            }
+        }
+        true
     }
 
     /// Whether a message ending at `at` ends in sync: another message starts there (`A3 95` and a
@@ -412,6 +478,15 @@ impl Scanner<'_> {
                     pos += message_len;
                     continue;
                 }
+                let narrow = format.fields.first().is_some_and(|f| f.size() < 8);
+                if let Some(time) = message.time_us()
+                    && defined.is_none()
+                    && !self.plausible_time(time, narrow, pos + message_len)
+                {
+                    self.reject(DamageReason::ImplausibleTime);
+                    pos += 1;
+                    continue;
+                }
             }
             let defines_fmt = defined
                 .as_ref()
@@ -422,9 +497,13 @@ impl Scanner<'_> {
                 push_session_formats(&mut self.session_formats, &self.formats);
                 self.sessions.push(pos as u64);
                 self.session_messages = 0;
+                self.last_time = None;
                 sink.session(pos as u64);
             }
             self.session_messages += 1;
+            if let Some(time) = message.time_us() {
+                self.last_time = Some(time);
+            }
             sink.message(&message);
             let metadata = match format.role {
                 Role::Unit | Role::Mult | Role::Fmtu => read_metadata(format, body),
@@ -531,6 +610,7 @@ pub fn scan_with<S: Sink>(data: &[u8], rules: Rules, formats: Formats, sink: &mu
         sessions: vec![0],
         session_formats: Vec::new(),
         session_messages: 0,
+        last_time: None,
     }
     .run(sink)
 }
@@ -569,6 +649,80 @@ mod tests {
         let mut sink = Collect(Vec::new());
         let scan = scan(data, &mut sink);
         (sink.0, scan)
+    }
+
+    /// A log of `TST` messages (64-bit TimeUS, or 32-bit when `narrow`) at the given times.
+    fn timed(times: &[u64], narrow: bool) -> Vec<u8> {
+        let mut log = if narrow {
+            fmt(0x40, 7, "TST", "I", "TimeUS")
+        } else {
+            fmt(0x40, 11, "TST", "Q", "TimeUS")
+        };
+        for &t in times {
+            let bytes = t.to_le_bytes();
+            log.extend(message(0x40, &bytes[..if narrow { 4 } else { 8 }]));
+        }
+        log
+    }
+
+    /// Offsets and names of the messages the thorough rules accept.
+    fn thorough(data: &[u8]) -> (Vec<(u64, String)>, Scan) {
+        let mut sink = Collect(Vec::new());
+        let scan = scan_with(data, Rules::Thorough, Formats::new(), &mut sink);
+        (sink.0, scan)
+    }
+
+    fn times_accepted(log: &[u8], narrow: bool) -> Vec<u64> {
+        let (messages, _) = thorough(log);
+        let len = if narrow { 7 } else { 11 };
+        messages
+            .iter()
+            .filter(|(_, name)| name == "TST")
+            .map(|&(offset, _)| {
+                let at = offset as usize + 3;
+                let mut bytes = [0u8; 8];
+                bytes[..len - 3].copy_from_slice(&log[at..offset as usize + len]);
+                u64::from_le_bytes(bytes)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_timeus_jump_the_next_messages_do_not_share_is_damage() {
+        // Damaged TimeUS bytes: far ahead, then far behind, of both neighbours.
+        let times = [1_000_000, 1_010_000, 900_000_000, 1_030_000, 5, 1_050_000];
+        let log = timed(&times, false);
+        assert_eq!(
+            times_accepted(&log, false),
+            [1_000_000, 1_010_000, 1_030_000, 1_050_000]
+        );
+        let (_, scan) = thorough(&log);
+        assert_eq!(scan.gaps.len(), 2);
+        assert!(
+            scan.gaps
+                .iter()
+                .all(|g| g.reason == DamageReason::ImplausibleTime)
+        );
+        // The reference rules take every message as it comes.
+        let mut sink = Collect(Vec::new());
+        scan_with(&log, Rules::Reference, Formats::new(), &mut sink);
+        assert_eq!(sink.0.len(), 1 + times.len());
+    }
+
+    #[test]
+    fn gaps_pauses_and_wraps_of_timeus_are_not_damage() {
+        // A pause of a minute that the messages after it share; a message alone in a sparse
+        // stretch, between its neighbours; an out-of-order sample a few milliseconds old.
+        let times = [
+            1_000_000, 61_000_000, 61_010_000, 80_000_000, 95_000_000, 94_998_000, 95_010_000,
+        ];
+        assert_eq!(times_accepted(&timed(&times, false), false), times);
+        // A 32-bit TimeUS wraps after 71 minutes.
+        let times = [u64::from(u32::MAX) - 5_000, 10_000, 20_000];
+        assert_eq!(times_accepted(&timed(&times, true), true), times);
+        // The last message has nothing after it to disagree.
+        let times = [1_000_000, 1_010_000, 700_000_000];
+        assert_eq!(times_accepted(&timed(&times, false), false), times);
     }
 
     #[test]
