@@ -346,9 +346,8 @@ impl Scanner<'_> {
         let Some(last) = self.last_time else {
             return true;
         };
-        let slack = TIME_SLACK_US as i64;
         let after_last = time_after(last, time, narrow);
-        if after_last.abs() <= slack {
+        if after_last.unsigned_abs() <= TIME_SLACK_US {
             return true;
         }
         let mut at = end;
@@ -356,8 +355,10 @@ impl Scanner<'_> {
             match self.time_at(at) {
                 Some((Some(next), _)) => {
                     let next_after_last = time_after(last, next, narrow);
-                    let between = after_last > 0 && after_last <= next_after_last + slack;
-                    return between || time_after(time, next, narrow).abs() <= slack;
+                    let between = after_last > 0
+                        && after_last <= next_after_last.saturating_add(TIME_SLACK_US as i64);
+                    return between
+                        || time_after(time, next, narrow).unsigned_abs() <= TIME_SLACK_US;
                 }
                 Some((None, next_at)) => at = next_at,
                 // Nothing after it to tell: the end of the data or of what can be read.
