@@ -721,6 +721,13 @@ mod tests {
         // A 32-bit TimeUS wraps after 71 minutes.
         let times = [u64::from(u32::MAX) - 5_000, 10_000, 20_000];
         assert_eq!(times_accepted(&timed(&times, true), true), times);
+        // Extreme differences do not overflow: half the range away is far (the first 0 is
+        // refused), and 0 is a microsecond after u64::MAX.
+        let times = [1 << 63, 0, 1 << 63, u64::MAX, 0, i64::MAX as u64];
+        assert_eq!(
+            times_accepted(&timed(&times, false), false),
+            [1 << 63, 1 << 63, u64::MAX, 0, i64::MAX as u64]
+        );
         // The last message has nothing after it to disagree.
         let times = [1_000_000, 1_010_000, 700_000_000];
         assert_eq!(times_accepted(&timed(&times, false), false), times);
