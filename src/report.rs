@@ -80,6 +80,9 @@ pub enum RegionKind {
     ErasedFlash,
     /// Zero bytes at the end of a session.
     ZeroFill,
+    /// Messages of an earlier log after the end of this one (DataFlash: space the logger had
+    /// preallocated or not erased; their TimeUS jumps back and the messages after agree).
+    OldData,
 }
 
 /// A half-open byte range `[start, end)` with what it holds.

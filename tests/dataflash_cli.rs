@@ -966,3 +966,40 @@ fn salvage_borrows_the_units_of_the_formats_it_borrows() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn an_earlier_flight_left_after_the_log_is_old_data_not_damage() {
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
+    let dir = temp_dir("old-data");
+    let original = corpus.join("real/ardupilot/ardupilot-plane-4.2.3-flightdata-center_0003.bin");
+    let data = std::fs::read(&original).unwrap();
+    // Storage the logger had written before: the middle of the same flight, cut anywhere.
+    let mut log = data.clone();
+    log.extend_from_slice(&data[300_001..500_000]);
+    let input = write(&dir, "with-old-data.bin", &log);
+    let (code, report) = check_json(&input);
+    assert_eq!(code, Some(0), "{report}");
+    let regions = report["sessions"][0]["regions"].as_array().unwrap();
+    let old = regions.last().unwrap();
+    assert_eq!(old["kind"], "old-data");
+    assert_eq!(old["end"], log.len());
+    // It starts at the flight's end, less its last message, which the cut left out of step.
+    let start = old["start"].as_u64().unwrap();
+    assert!(
+        (data.len() as u64 - 255..=data.len() as u64).contains(&start),
+        "{start}"
+    );
+    let (_, whole) = check_json(&original);
+    let messages = report["dataflash"]["messages"].as_u64().unwrap();
+    assert_eq!(
+        messages + 1,
+        whole["dataflash"]["messages"].as_u64().unwrap()
+    );
+    assert_eq!(
+        report["sessions"][0]["last_time_us"],
+        whole["sessions"][0]["last_time_us"]
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -507,7 +507,7 @@ const REASONS: [(DamageReason, &str); 14] = [
 ];
 
 /// Region kinds with their colour and what the legend says of them.
-const REGIONS: [(RegionKind, &str, &str, &str); 6] = [
+const REGIONS: [(RegionKind, &str, &str, &str); 7] = [
     (RegionKind::Header, "header", "#b9c3cf", "session header"),
     (RegionKind::Frames, "frames", "#cfe8cf", "accepted frames"),
     (
@@ -529,6 +529,12 @@ const REGIONS: [(RegionKind, &str, &str, &str); 6] = [
         "erased flash (0xFF)",
     ),
     (RegionKind::ZeroFill, "zero-fill", "#e8e8e8", "zero fill"),
+    (
+        RegionKind::OldData,
+        "old-data",
+        "#c9daf8",
+        "an earlier log's messages after this one's end",
+    ),
 ];
 
 fn region_name(kind: RegionKind) -> &'static str {
@@ -926,6 +932,7 @@ fn write_legend(out: &mut String, file: &FileReport) {
             RegionKind::Header | RegionKind::NonLogData | RegionKind::AfterLogEnd if dataflash => {
                 continue;
             }
+            RegionKind::OldData if !dataflash => continue,
             _ => what,
         };
         let _ = write!(

@@ -124,6 +124,10 @@ pub struct Scan {
     /// The format table at the end of each session (sessions that end with the same table share
     /// it: a card of appended logs holds one).
     pub session_formats: Vec<Rc<Formats>>,
+    /// Byte ranges `[start, end)` holding an earlier log's messages after a log's end: from where
+    /// TimeUS jumps back (and the messages after agree) to the next log's start or the end of the
+    /// data. Not damage, and not read.
+    pub old_data: Vec<(u64, u64)>,
 }
 
 /// Bytes between accepted messages.
@@ -246,6 +250,23 @@ struct Scanner<'a> {
     session_messages: u64,
     /// The TimeUS of the last accepted message that has one, in the current session.
     last_time: Option<u64>,
+    /// Where the old data being skipped starts (see [`Scan::old_data`]).
+    old_from: Option<usize>,
+    old_data: Vec<(u64, u64)>,
+}
+
+/// The longest message there can be: the length is one byte.
+const MAX_MESSAGE_LEN: u64 = 255;
+
+/// What a message's TimeUS says about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Timing {
+    /// It fits the messages around it.
+    Plausible,
+    /// It jumps and the messages after it do not: damage in the TimeUS.
+    Damaged,
+    /// It jumps back and the messages after it agree: an earlier log's data starts here.
+    OldData,
 }
 
 /// How far a message's TimeUS may lie before the last accepted TimeUS (loggers write some
@@ -321,6 +342,28 @@ impl Scanner<'_> {
         self.gap_reason.get_or_insert(reason);
     }
 
+    /// Record the bytes from the end of the last accepted message to `start`, where the next one
+    /// starts, as a gap.
+    fn close_gap(&mut self, start: u64) {
+        let reason = self.gap_reason.take();
+        if start <= self.end_offset {
+            return;
+        }
+        let full = self.gaps.len() >= MAX_GAPS;
+        match self.gaps.last_mut() {
+            Some(last) if full => {
+                last.end = start;
+                self.gaps_merged = self.gaps_merged.saturating_add(1);
+            }
+            _ => self.gaps.push(Gap {
+                start: self.end_offset,
+                end: start,
+                reason: reason.unwrap_or(DamageReason::Garbage),
+            }),
+        }
+        self.end_offset = start;
+    }
+
     /// The TimeUS of the message at `at` (when it has one) and where the message ends.
     fn time_at(&self, at: usize) -> Option<(Option<u64>, usize)> {
         let rest = self.data.get(at..)?;
@@ -338,17 +381,17 @@ impl Scanner<'_> {
         Some((message.time_us(), at + len))
     }
 
-    /// Whether a message's TimeUS `time` is plausible: near the last accepted TimeUS or between it
-    /// and the TimeUS of the next message that has one (a gap in the log: lost data or a pause),
-    /// or near that next TimeUS. A jump that the next messages do not share is damage in the
-    /// TimeUS.
-    fn plausible_time(&self, time: u64, narrow: bool, end: usize) -> bool {
+    /// What a message's TimeUS `time` says: plausible when near the last accepted TimeUS or between
+    /// it and the TimeUS of the next message that has one (a gap in the log: lost data or a pause),
+    /// or when the next messages share a jump ahead; a jump back they share is where an earlier
+    /// log's data starts; a jump they do not share is damage in the TimeUS.
+    fn timing(&self, time: u64, narrow: bool, end: usize) -> Timing {
         let Some(last) = self.last_time else {
-            return true;
+            return Timing::Plausible;
         };
         let after_last = time_after(last, time, narrow);
         if after_last.unsigned_abs() <= TIME_SLACK_US {
-            return true;
+            return Timing::Plausible;
         }
         let mut at = end;
         for _ in 0..TIME_WITNESSES {
@@ -357,15 +400,20 @@ impl Scanner<'_> {
                     let next_after_last = time_after(last, next, narrow);
                     let between = after_last > 0
                         && after_last <= next_after_last.saturating_add(TIME_SLACK_US as i64);
-                    return between
-                        || time_after(time, next, narrow).unsigned_abs() <= TIME_SLACK_US;
+                    let shared = time_after(time, next, narrow).unsigned_abs() <= TIME_SLACK_US;
+                    return match (between, shared) {
+                        (true, _) => Timing::Plausible,
+                        (false, true) if after_last < 0 => Timing::OldData,
+                        (false, true) => Timing::Plausible,
+                        (false, false) => Timing::Damaged,
+                    };
                 }
                 Some((None, next_at)) => at = next_at,
                 // Nothing after it to tell: the end of the data or of what can be read.
-                None => return true,
+                None => return Timing::Plausible,
             }
         }
-        true
+        Timing::Plausible
     }
 
     /// Whether a message ending at `at` ends in sync: another message starts there (`A3 95` and a
@@ -480,19 +528,51 @@ impl Scanner<'_> {
                     continue;
                 }
                 let narrow = format.fields.first().is_some_and(|f| f.size() < 8);
-                if let Some(time) = message.time_us()
-                    && defined.is_none()
-                    && !self.plausible_time(time, narrow, pos + message_len)
-                {
-                    self.reject(DamageReason::ImplausibleTime);
-                    pos += 1;
-                    continue;
+                let timing = match message.time_us() {
+                    Some(time) if defined.is_none() && self.old_from.is_none() => {
+                        self.timing(time, narrow, pos + message_len)
+                    }
+                    _ => Timing::Plausible,
+                };
+                match timing {
+                    Timing::Plausible => {}
+                    Timing::Damaged => {
+                        self.reject(DamageReason::ImplausibleTime);
+                        pos += 1;
+                        continue;
+                    }
+                    Timing::OldData => {
+                        // Less than a message between the last message and the old data is the
+                        // cut end of an old message; more stays a gap.
+                        let after_last = pos as u64 - self.end_offset;
+                        if after_last <= MAX_MESSAGE_LEN {
+                            self.gap_reason = None;
+                            self.old_from = Some(self.end_offset as usize);
+                        } else {
+                            self.close_gap(pos as u64);
+                            self.old_from = Some(pos);
+                        }
+                        pos += message_len;
+                        continue;
+                    }
                 }
             }
             let defines_fmt = defined
                 .as_ref()
                 .and_then(|d| d.format.as_ref())
                 .is_some_and(|f| f.type_id == FMT_TYPE && f.role == Role::Fmt);
+            if let Some(from) = self.old_from {
+                if !defines_fmt {
+                    // An earlier log's message: skipped, with whatever lies between them.
+                    pos += message_len;
+                    continue;
+                }
+                // The next log starts: the old data ends here.
+                self.old_data.push((from as u64, pos as u64));
+                self.old_from = None;
+                self.gap_reason = None;
+                self.end_offset = pos as u64;
+            }
             if defines_fmt && self.session_messages > 0 {
                 // Every log starts by defining FMT itself: a new one starts here.
                 push_session_formats(&mut self.session_formats, &self.formats);
@@ -510,22 +590,7 @@ impl Scanner<'_> {
                 Role::Unit | Role::Mult | Role::Fmtu => read_metadata(format, body),
                 Role::Data | Role::Fmt | Role::Msg | Role::LoggerStats => None,
             };
-            let start = pos as u64;
-            let reason = self.gap_reason.take();
-            if start > self.end_offset {
-                let full = self.gaps.len() >= MAX_GAPS;
-                match self.gaps.last_mut() {
-                    Some(last) if full => {
-                        last.end = start;
-                        self.gaps_merged = self.gaps_merged.saturating_add(1);
-                    }
-                    _ => self.gaps.push(Gap {
-                        start: self.end_offset,
-                        end: start,
-                        reason: reason.unwrap_or(DamageReason::Garbage),
-                    }),
-                }
-            }
+            self.close_gap(pos as u64);
             self.messages += 1;
             self.message_bytes += message_len as u64;
             self.counts_by_type[usize::from(type_id)] += 1;
@@ -555,6 +620,14 @@ impl Scanner<'_> {
                 self.formats.install(new);
             }
         }
+        if let Some(from) = self.old_from.take() {
+            // Old data to the end: whatever it ends in is part of it, up to the padding tail.
+            let end = self.tail_start.max(from);
+            self.old_data.push((from as u64, end as u64));
+            self.truncated = None;
+            self.gap_reason = None;
+            self.end_offset = end as u64;
+        }
         for type_id in 0..=u8::MAX {
             self.flush_count(type_id);
         }
@@ -574,6 +647,7 @@ impl Scanner<'_> {
             unreadable_headers: self.unreadable_headers,
             sessions: self.sessions,
             session_formats: self.session_formats,
+            old_data: self.old_data,
         }
     }
 }
@@ -612,6 +686,8 @@ pub fn scan_with<S: Sink>(data: &[u8], rules: Rules, formats: Formats, sink: &mu
         session_formats: Vec::new(),
         session_messages: 0,
         last_time: None,
+        old_from: None,
+        old_data: Vec::new(),
     }
     .run(sink)
 }
@@ -731,6 +807,61 @@ mod tests {
         // The last message has nothing after it to disagree.
         let times = [1_000_000, 1_010_000, 700_000_000];
         assert_eq!(times_accepted(&timed(&times, false), false), times);
+    }
+
+    #[test]
+    fn an_earlier_logs_messages_after_the_end_are_old_data() {
+        // A flight at 100-109 s, then what the storage held before: the same types from a flight
+        // at 20-29 s, starting inside a message; then a new log.
+        let flight = timed(
+            &(0..10)
+                .map(|i| 100_000_000 + i * 1_000_000)
+                .collect::<Vec<_>>(),
+            false,
+        );
+        let old = timed(
+            &(0..10)
+                .map(|i| 20_000_000 + i * 1_000_000)
+                .collect::<Vec<_>>(),
+            false,
+        );
+        let mut log = flight.clone();
+        log.extend_from_slice(&old[89 + 5..]);
+        let old_end = log.len();
+        // A log starts by defining FMT itself.
+        log.extend(fmt(
+            0x80,
+            89,
+            "FMT",
+            "BBnNZ",
+            "Type,Length,Name,Format,Columns",
+        ));
+        log.extend(timed(&[5_000, 6_000], false));
+        let (messages, scan) = thorough(&log);
+        // The flight's last message, cut by the old data, ends out of step: it goes with it.
+        let last = flight.len() as u64 - 11;
+        assert_eq!(scan.old_data, [(last, old_end as u64)]);
+        assert_eq!(scan.gaps, []);
+        assert_eq!(scan.sessions, [0, old_end as u64]);
+        // The flight's messages and the next log's; none of the old ones.
+        assert_eq!(messages.len(), 10 + 4);
+        assert!(
+            messages
+                .iter()
+                .all(|&(o, _)| o < last || o >= old_end as u64)
+        );
+        // Old data to the end of the file, before its erased tail.
+        // Old data that starts with a whole message, to the end of the file before its erased
+        // tail: the flight keeps every message.
+        let mut log = flight.clone();
+        log.extend_from_slice(&old[89..]);
+        let end = log.len() as u64;
+        log.extend_from_slice(&[0xFF; 64]);
+        let (messages, scan) = thorough(&log);
+        assert_eq!(messages.len(), 11);
+        assert_eq!(scan.old_data, [(flight.len() as u64, end)]);
+        assert_eq!(scan.end_offset, end);
+        assert!(scan.truncated.is_none());
     }
 
     #[test]

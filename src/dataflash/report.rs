@@ -197,10 +197,31 @@ fn account(data: &[u8], scan: &Scan) -> (Vec<Region>, Vec<CorruptSpan>) {
             });
         }
     };
-    for gap in &scan.gaps {
-        messages(cursor, gap.start, &mut regions);
-        spans.push(span(gap.start, gap.end, gap.reason));
-        cursor = gap.end;
+    // Gaps (damage) and old data, in file order, with accepted messages between them.
+    let mut gaps = scan.gaps.iter().peekable();
+    let mut old = scan.old_data.iter().peekable();
+    loop {
+        let take_old = match (gaps.peek(), old.peek()) {
+            (None, None) => break,
+            (Some(g), Some(&&(start, _))) => start < g.start,
+            (None, Some(_)) => true,
+            (Some(_), None) => false,
+        };
+        if take_old {
+            let &(start, end) = old.next().expect("peeked");
+            messages(cursor, start, &mut regions);
+            regions.push(Region {
+                start,
+                end,
+                kind: RegionKind::OldData,
+            });
+            cursor = end;
+        } else {
+            let gap = gaps.next().expect("peeked");
+            messages(cursor, gap.start, &mut regions);
+            spans.push(span(gap.start, gap.end, gap.reason));
+            cursor = gap.end;
+        }
     }
     messages(cursor, scan.end_offset, &mut regions);
     let len = data.len() as u64;
