@@ -239,16 +239,19 @@ fn failed_exports_leave_no_output_and_inputs_are_never_modified() {
     let input = dir.join("in.bbl");
     std::fs::copy(demo(), &input).unwrap();
     let before = std::fs::read(&input).unwrap();
-    let missing = dir.join("no-such-dir");
+    // A directory that cannot be made: a file stands where its parent would be.
+    std::fs::write(dir.join("a-file"), b"").unwrap();
+    let blocked = dir.join("a-file/csv");
     let out = bbcheck(&[
         "export",
         input.to_str().unwrap(),
         "--csv",
         "-o",
-        missing.to_str().unwrap(),
+        blocked.to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(!missing.exists());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("a-file/csv"));
+    assert!(!blocked.exists());
     let out = bbcheck(&["export", input.to_str().unwrap(), "--csv"]);
     assert_eq!(out.status.code(), Some(0));
     let leftovers: Vec<_> = std::fs::read_dir(&dir)
