@@ -442,8 +442,32 @@ impl Header {
         phase == 0 || (phase + self.p_num - 1) % self.p_denom < self.p_num
     }
 
-    /// Iterations skipped on purpose after iteration `last` before the next logged one.
+    /// Iterations skipped on purpose after iteration `last` before the next logged one: the
+    /// nearer of the next P-logged phase and the next I frame (computed, not searched, as every P
+    /// frame needs it).
     pub fn skipped_after(&self, last: u32) -> u32 {
+        let next = last.wrapping_add(1);
+        let phase = next % self.i_interval;
+        if phase == 0 || self.p_num == 0 || self.p_denom == 0 {
+            return self.search_skipped_after(last);
+        }
+        // Within the interval a phase is logged when (phase + p_num - 1) mod p_denom < p_num.
+        let within = (phase + self.p_num - 1) % self.p_denom;
+        let to_p = if within < self.p_num {
+            0
+        } else {
+            self.p_denom - within
+        };
+        let skipped = to_p.min(self.i_interval - phase);
+        if next.checked_add(skipped).is_none() {
+            // The iteration counter wraps on the way: phases restart at 0.
+            return self.search_skipped_after(last);
+        }
+        skipped
+    }
+
+    /// [`Header::skipped_after`] by trying each iteration in turn.
+    fn search_skipped_after(&self, last: u32) -> u32 {
         let mut skipped = 0;
         let mut n = last.wrapping_add(1);
         // Iteration 0 of every I interval is logged, so this ends within one interval.
@@ -509,6 +533,29 @@ H motorOutput:48,2047\n";
             .map(|n| if h.is_logged(n) { 'L' } else { '.' })
             .collect();
         assert_eq!(pattern, "L.LL.LL.");
+    }
+
+    #[test]
+    fn skipped_iterations_are_computed_as_the_search_finds_them() {
+        let mut h = header(&format!("{BASE}I"));
+        for (i_interval, p_num, p_denom) in [
+            (32, 1, 1),
+            (32, 1, 4),
+            (256, 1, 16),
+            (128, 2, 3),
+            (7, 3, 5),
+            (1, 1, 1),
+            (10, 1, 64),
+        ] {
+            (h.i_interval, h.p_num, h.p_denom) = (i_interval, p_num, p_denom);
+            for last in (0..600).chain(u32::MAX - 300..=u32::MAX) {
+                assert_eq!(
+                    h.skipped_after(last),
+                    h.search_skipped_after(last),
+                    "{i_interval} {p_num}/{p_denom} after {last}"
+                );
+            }
+        }
     }
 
     #[test]
