@@ -258,6 +258,18 @@ struct Scanner<'a> {
 /// The longest message there can be: the length is one byte.
 const MAX_MESSAGE_LEN: u64 = 255;
 
+/// What follows a message whose TimeUS jumps.
+enum Witness {
+    /// A message that will be accepted whatever else happens, with its TimeUS if it has one, and
+    /// where it ends.
+    Message(Option<u64>, usize),
+    /// The end of the data (or its padding, or a message it cuts).
+    End,
+    /// Anything else: bytes that start no message, a FMT (its definition may yet be refused), a
+    /// message that does not end in step.
+    Unfit,
+}
+
 /// What a message's TimeUS says about it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Timing {
@@ -270,9 +282,12 @@ enum Timing {
 }
 
 /// How far a message's TimeUS may lie before the last accepted TimeUS (loggers write some
-/// messages with their sample's time, a few milliseconds old) or after it, without a message
-/// after it agreeing.
-const TIME_SLACK_US: u64 = 1_000_000;
+/// messages with their sample's time, a few milliseconds old) without the messages after it
+/// sharing the jump.
+const TIME_BACK_US: u64 = 1_000_000;
+
+/// How far it may lie after it (a log written while disarmed is sparse: seconds between messages).
+const TIME_AHEAD_US: u64 = 60_000_000;
 
 /// Messages looked at after one whose TimeUS jumps, for one that has a TimeUS to agree or not.
 const TIME_WITNESSES: usize = 4;
@@ -364,56 +379,75 @@ impl Scanner<'_> {
         self.end_offset = start;
     }
 
-    /// The TimeUS of the message at `at` (when it has one) and where the message ends.
-    fn time_at(&self, at: usize) -> Option<(Option<u64>, usize)> {
-        let rest = self.data.get(at..)?;
-        if !rest.starts_with(&HEADER) {
-            return None;
+    /// The message at `at` as a witness of the time.
+    fn witness_at(&self, at: usize) -> Witness {
+        if at >= self.tail_start {
+            return Witness::End;
         }
-        let format = self.formats.get(*rest.get(2)?)?;
-        let len = format.message_len()?;
-        let bytes = rest.get(..len)?;
+        let rest = &self.data[at..];
+        if !rest.starts_with(&HEADER) {
+            // Only the start of a header fits before the end: the data ends there.
+            return if rest.len() < HEADER_LEN && HEADER.starts_with(rest) {
+                Witness::End
+            } else {
+                Witness::Unfit
+            };
+        }
+        let Some((format, len)) = rest
+            .get(2)
+            .and_then(|&t| self.formats.get(t))
+            .and_then(|f| Some((f, f.message_len()?)))
+        else {
+            return Witness::Unfit;
+        };
+        let Some(bytes) = rest.get(..len) else {
+            // A message cut by the end of the data.
+            return Witness::End;
+        };
+        if format.role == Role::Fmt || !self.ends_in_sync(at + len, None) {
+            return Witness::Unfit;
+        }
         let message = Message {
             offset: at as u64,
             format,
             bytes,
         };
-        Some((message.time_us(), at + len))
+        Witness::Message(message.time_us(), at + len)
     }
 
-    /// What a message's TimeUS `time` says: plausible when near the last accepted TimeUS or between
-    /// it and the TimeUS of the next message that has one (a gap in the log: lost data or a pause),
-    /// or when the next messages share a jump ahead; a jump back they share is where an earlier
-    /// log's data starts; a jump they do not share is damage in the TimeUS.
+    /// What a message's TimeUS `time` says: plausible when at most [`TIME_BACK_US`] before the last
+    /// accepted TimeUS or [`TIME_AHEAD_US`] after it, or when the messages right after it share the
+    /// jump (a gap in the log: lost data or a pause); a jump back they share is where an earlier
+    /// log's data starts. Only messages that will be accepted whatever else happens witness it
+    /// (they share its time, and end in step), so the verdict is the same where the bytes between
+    /// accepted messages are gone (a salvaged log); a jump with no witness is damage, except at
+    /// the end of the data.
     fn timing(&self, time: u64, narrow: bool, end: usize) -> Timing {
         let Some(last) = self.last_time else {
             return Timing::Plausible;
         };
         let after_last = time_after(last, time, narrow);
-        if after_last.unsigned_abs() <= TIME_SLACK_US {
+        if (-(TIME_BACK_US as i64)..=TIME_AHEAD_US as i64).contains(&after_last) {
             return Timing::Plausible;
         }
         let mut at = end;
         for _ in 0..TIME_WITNESSES {
-            match self.time_at(at) {
-                Some((Some(next), _)) => {
-                    let next_after_last = time_after(last, next, narrow);
-                    let between = after_last > 0
-                        && after_last <= next_after_last.saturating_add(TIME_SLACK_US as i64);
-                    let shared = time_after(time, next, narrow).unsigned_abs() <= TIME_SLACK_US;
-                    return match (between, shared) {
-                        (true, _) => Timing::Plausible,
-                        (false, true) if after_last < 0 => Timing::OldData,
-                        (false, true) => Timing::Plausible,
-                        (false, false) => Timing::Damaged,
+            match self.witness_at(at) {
+                Witness::Message(Some(next), _) => {
+                    let shared = time_after(time, next, narrow).unsigned_abs() <= TIME_BACK_US;
+                    return match shared {
+                        true if after_last < 0 => Timing::OldData,
+                        true => Timing::Plausible,
+                        false => Timing::Damaged,
                     };
                 }
-                Some((None, next_at)) => at = next_at,
-                // Nothing after it to tell: the end of the data or of what can be read.
-                None => return Timing::Plausible,
+                Witness::Message(None, next_at) => at = next_at,
+                // Nothing after it to tell, here or where the damaged bytes are gone.
+                Witness::End => return Timing::Plausible,
+                Witness::Unfit => return Timing::Damaged,
             }
         }
-        Timing::Plausible
+        Timing::Damaged
     }
 
     /// Whether a message ending at `at` ends in sync: another message starts there (`A3 95` and a
