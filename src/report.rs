@@ -5,6 +5,11 @@ use crate::blackbox::header::Firmware;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
+/// A flight-controller time (microseconds) as reports write it: seconds to the millisecond.
+pub fn seconds(us: u64) -> String {
+    format!("{:.3} s", us as f64 / 1e6)
+}
+
 /// Why a span of bytes could not be trusted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]

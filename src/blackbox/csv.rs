@@ -131,65 +131,17 @@ const INAV_FLIGHT_MODES: [&str; 60] = [
     "GIMBALHTRK",
 ];
 
-/// INAV's mode names before INAV 8.
-const INAV_LEGACY_FLIGHT_MODES: [&str; 56] = [
-    "ARM",
-    "ANGLE",
-    "HORIZON",
-    "NAVALTHOLD",
-    "HEADINGHOLD",
-    "HEADFREE",
-    "HEADADJ",
-    "CAMSTAB",
-    "NAVRTH",
-    "NAVPOSHOLD",
-    "MANUAL",
-    "BEEPERON",
-    "LEDLOW",
-    "LIGHTS",
-    "NAVLAUNCH",
-    "OSD",
-    "TELEMETRY",
-    "BLACKBOX",
-    "FAILSAFE",
-    "NAVWP",
-    "AIRMODE",
-    "HOMERESET",
-    "GCSNAV",
-    "KILLSWITCH",
-    "SURFACE",
-    "FLAPERON",
-    "TURNASSIST",
-    "AUTOTRIM",
-    "AUTOTUNE",
-    "CAMERA1",
-    "CAMERA2",
-    "CAMERA3",
-    "OSDALT1",
-    "OSDALT2",
-    "OSDALT3",
-    "NAVCOURSEHOLD",
-    "BRAKING",
-    "USER1",
-    "USER2",
-    "FPVANGLEMIX",
-    "LOITERDIRCHN",
-    "MSPRCOVERRIDE",
-    "PREARM",
-    "TURTLE",
-    "NAVCRUISE",
-    "AUTOLEVEL",
-    "PLANWPMISSION",
-    "SOARING",
-    "USER3",
-    "USER4",
-    "CHANGEMISSION",
-    "BEEPERMUTE",
-    "MULTIFUNCTION",
-    "MIXERPROFILE",
-    "MIXERTRANSITION",
-    "ANGLEHOLD",
-];
+/// INAV's mode names before INAV 8: the first 56, with KILLSWITCH where INAV 8 retired bit 23.
+const INAV_LEGACY_FLIGHT_MODES: [&str; 56] = {
+    let mut names = [""; 56];
+    let mut i = 0;
+    while i < names.len() {
+        names[i] = INAV_FLIGHT_MODES[i];
+        i += 1;
+    }
+    names[23] = "KILLSWITCH";
+    names
+};
 
 /// INAV's state flag names (stateFlags_t).
 const INAV_STATES: [&str; 29] = [

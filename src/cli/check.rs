@@ -9,7 +9,7 @@ use crate::blackbox::{
     decoder::{Discard, Sink},
 };
 use crate::dataflash::{self, DataflashReport};
-use crate::report::{FileReport, SessionReport};
+use crate::report::{FileReport, SessionReport, seconds};
 use indicatif::ProgressBar;
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -374,10 +374,6 @@ impl<W: Write> Printer<W> {
             self.failed
         )
     }
-}
-
-fn seconds(us: u64) -> String {
-    format!("{:.3} s", us as f64 / 1e6)
 }
 
 fn write_session(out: &mut impl Write, s: &SessionReport, paint: Paint) -> io::Result<()> {

@@ -17,7 +17,9 @@ use crate::blackbox::frame::FrameKind;
 use crate::blackbox::header::Firmware;
 use crate::blackbox::{self, Session};
 use crate::dataflash::{self, Message, fmt::Role};
-use crate::report::{CorruptSpan, DamageReason, FileReport, Region, RegionKind, SessionReport};
+use crate::report::{
+    CorruptSpan, DamageReason, FileReport, Region, RegionKind, SessionReport, seconds,
+};
 use serde::Serialize;
 use std::collections::HashSet;
 use std::fmt::Write as _;
@@ -815,10 +817,6 @@ fn page_data<'a>(
     }
 }
 
-fn seconds(us: u64) -> String {
-    format!("{:.3} s", us as f64 / 1e6)
-}
-
 fn duration(us: u64) -> String {
     if us < 1000 {
         format!("{us} µs")
@@ -976,16 +974,19 @@ fn write_legend(out: &mut String, file: &FileReport) {
     out.push_str("</div></div></section>");
 }
 
-/// A session's first and last time and how long that is, or a dash.
-fn time_range(s: &SessionReport) -> String {
-    match (s.first_time_us, s.last_time_us) {
+/// A stretch of flight time between two times, either of which may be unknown, and how long it
+/// is.
+fn time_range(first: Option<u64>, last: Option<u64>) -> String {
+    match (first, last) {
         (Some(a), Some(b)) => format!(
             "{} – {} ({})",
             seconds(a),
             seconds(b),
             duration(b.saturating_sub(a))
         ),
-        _ => "—".to_owned(),
+        (Some(a), None) => format!("after {}", seconds(a)),
+        (None, Some(b)) => format!("before {}", seconds(b)),
+        (None, None) => "—".to_owned(),
     }
 }
 
@@ -1006,7 +1007,10 @@ fn write_blackbox_sessions(out: &mut String, sessions: &[SessionReport], drawn: 
     );
     for s in sessions {
         let f = &s.frames;
-        let (time, link) = (time_range(s), session_link(s, drawn));
+        let (time, link) = (
+            time_range(s.first_time_us, s.last_time_us),
+            session_link(s, drawn),
+        );
         let _ = write!(
             out,
             "<tr><td>{link}</td><td class=\"num\">[{}..{})</td><td>{}</td><td>{}</td>\
@@ -1039,7 +1043,10 @@ fn write_dataflash_sessions(out: &mut String, sessions: &[SessionReport], drawn:
          <th>TimeUS</th><th>spans</th></tr></thead><tbody>",
     );
     for s in sessions {
-        let (time, link) = (time_range(s), session_link(s, drawn));
+        let (time, link) = (
+            time_range(s.first_time_us, s.last_time_us),
+            session_link(s, drawn),
+        );
         let _ = write!(
             out,
             "<tr><td>{link}</td><td class=\"num\">[{}..{})</td><td>{}</td><td>{time}</td>\
@@ -1116,17 +1123,7 @@ fn write_span_table(out: &mut String, file: &FileReport, data: &[u8]) {
          <th>flight time affected</th></tr></thead><tbody>",
     );
     for (i, span) in file.corrupt_spans.iter().take(MAX_TABLE_SPANS).enumerate() {
-        let time = match (span.time_start_us, span.time_end_us) {
-            (Some(a), Some(b)) => format!(
-                "{} – {} ({})",
-                seconds(a),
-                seconds(b),
-                duration(b.saturating_sub(a))
-            ),
-            (Some(a), None) => format!("after {}", seconds(a)),
-            (None, Some(b)) => format!("before {}", seconds(b)),
-            (None, None) => "—".to_owned(),
-        };
+        let time = time_range(span.time_start_us, span.time_end_us);
         let reason = span.reason.as_str();
         let color = REASONS
             .iter()

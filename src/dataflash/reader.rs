@@ -545,6 +545,11 @@ impl Scanner<'_> {
                 format,
                 bytes,
             };
+            // Only the thorough rules read TimeUS; once per message.
+            let time = match self.rules {
+                Rules::Thorough => message.time_us(),
+                Rules::Reference => None,
+            };
             if self.rules == Rules::Thorough {
                 let defining = defined
                     .as_ref()
@@ -561,9 +566,9 @@ impl Scanner<'_> {
                     pos += message_len;
                     continue;
                 }
-                let narrow = format.fields.first().is_some_and(|f| f.size() < 8);
-                let timing = match message.time_us() {
+                let timing = match time {
                     Some(time) if defined.is_none() && self.old_from.is_none() => {
+                        let narrow = format.fields.first().is_some_and(|f| f.size() < 8);
                         self.timing(time, narrow, pos + message_len)
                     }
                     _ => Timing::Plausible,
@@ -616,8 +621,8 @@ impl Scanner<'_> {
                 sink.session(pos as u64);
             }
             self.session_messages += 1;
-            if let Some(time) = message.time_us() {
-                self.last_time = Some(time);
+            if time.is_some() {
+                self.last_time = time;
             }
             sink.message(&message);
             let metadata = match format.role {

@@ -8,7 +8,7 @@ use super::message::{Message, Text};
 use super::reader::{Scan, Sink, TruncatedMessage};
 use crate::blackbox::header::Firmware;
 use crate::report::{
-    CorruptSpan, DamageReason, FileReport, FrameCounts, Region, RegionKind, SessionReport,
+    CorruptSpan, DamageReason, FileReport, FrameCounts, Region, RegionKind, SessionReport, seconds,
 };
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -362,10 +362,6 @@ pub fn build(path: &str, data: &[u8], scan: Scan, observer: Observer) -> Datafla
         file,
         dataflash: summary,
     }
-}
-
-fn seconds(us: u64) -> String {
-    format!("{:.3} s", us as f64 / 1e6)
 }
 
 /// The human summary of a DataFlash report (without its corrupt spans, which the caller lists).
