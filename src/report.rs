@@ -38,8 +38,9 @@ pub enum DamageReason {
     Truncated,
     /// A header line that is not `H name:value`, or a header that does not define the frames.
     HeaderDamaged,
-    /// A frame holding a line feed in a session copied in text mode (no carriage return is left
-    /// in it): each line feed may have been a carriage return or a CR LF pair.
+    /// A frame in a session copied in text mode (no carriage return is left in it) whose line
+    /// feeds could not be told apart from the carriage returns or CR LF pairs they may have been,
+    /// or a main frame predicted from one.
     NewlineConverted,
     /// Main frames of an I-frame group that nothing corroborated (an I frame right after damage
     /// with too few P frames decoding from it and no clean I frame after it), or whose I frame

@@ -11,6 +11,7 @@
 //!   trusted frames, `tests/salvage.rs`).
 //!
 //! The "reference" columns decode the same files with the reference decoders' rules.
+//! `BBCHECK_QUALITY_MODELS=newline,bit-flips` measures only the models named.
 
 mod common;
 
@@ -141,7 +142,12 @@ fn measure() -> Option<Vec<(Model, Tally)>> {
     }
     let mut table = Vec::new();
     let truths: Vec<Truth<'_>> = logs.iter().map(|(_, clean)| truth(clean)).collect();
-    for model in Model::ALL {
+    let only = std::env::var("BBCHECK_QUALITY_MODELS").ok();
+    let wanted = |m: Model| {
+        only.as_deref()
+            .is_none_or(|o| o.split(',').any(|n| n == m.name()))
+    };
+    for model in Model::ALL.into_iter().filter(|&m| wanted(m)) {
         let mut t = Tally::default();
         for ((data, clean), truth) in logs.iter().zip(&truths) {
             for seed in 0..SEEDS {
@@ -228,8 +234,17 @@ fn recovery_quality_per_damage_model() {
         match model {
             Model::BitFlips => {}
             Model::Newline => {
-                // Every frame a text-mode copy may have altered is refused.
-                assert_eq!(ours, 0, "{name}: wrong or bogus frames");
+                // A line feed is read as one only where the frames around it show it: at most a
+                // tenth of the reference decoders' wrong frames, and more of the intact ones.
+                let reference_recall = pct(t.reference_recovered, t.ceiling);
+                assert!(
+                    ours * 10 <= reference,
+                    "{name}: {ours} wrong or bogus frames, reference {reference}"
+                );
+                assert!(
+                    recall > reference_recall,
+                    "{name}: recall {recall:.3} %, reference {reference_recall:.3} %"
+                );
                 assert!(local >= 99.0, "{name}: localisation {local:.2} %");
             }
             _ => {

@@ -8,10 +8,10 @@
 use super::codec::{CodecErrorKind, Encoding};
 use super::event::{Event, EventError};
 use super::frame::{FrameKind, MAX_FRAME_LEN};
-use super::group::{Group, Item};
+use super::group::{Group, Item, LineFeedValue};
 use super::header::Header;
 use super::ledger::{Layout, Ledger};
-use super::predictor::Context;
+use super::predictor::{Context, Predictor};
 use crate::report::{DamageReason, FrameCounts, RegionKind, SessionReport};
 use std::collections::BTreeMap;
 
@@ -128,6 +128,17 @@ enum Decoded {
     UnknownEvent,
 }
 
+/// How a frame holding line feeds reads in a text-mode copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LineFeeds {
+    /// As read: no other reading ends where a frame may start, or the group judges the values.
+    Read,
+    /// Another reading ends in the same place with other values, in a frame no group judges.
+    InStep,
+    /// Another reading ends elsewhere, where a frame may start.
+    Unreadable,
+}
+
 /// Decodes one session.
 pub struct SessionDecoder<'a> {
     file: &'a [u8],
@@ -149,8 +160,16 @@ pub struct SessionDecoder<'a> {
     last_time: Option<u32>,
     /// Mean µs per loop iteration between consecutive main frames.
     loop_time: Option<f64>,
-    /// The session was copied in text mode: no frame holding a line feed can be trusted.
+    /// The session was copied in text mode: every line feed may have been a carriage return or a
+    /// CR LF pair.
     newline_converted: bool,
+    /// The current frame's values that would differ had a line feed been a carriage return.
+    line_feed_values: Vec<LineFeedValue>,
+    /// Scratch space for reading a frame with a line feed replaced.
+    alternative_body: Vec<u8>,
+    alternative_values: Vec<i64>,
+    /// The P frame's predictor of each main field.
+    p_predictors: Vec<Predictor>,
     iteration_index: usize,
     time_index: usize,
     /// Why bytes since the last accepted frame were rejected.
@@ -160,6 +179,9 @@ pub struct SessionDecoder<'a> {
     /// (empty when it had fewer than three main frames): what the next group's I frame steps from.
     before_group: Vec<i64>,
     before_scale: Vec<i64>,
+    /// The last main frame before the group's I frame, when the I frame followed it in step: what
+    /// the group's line feeds are judged from.
+    before_line_feeds: Vec<i64>,
     /// Main fields whose I-frame values are variable-byte codes (where a dropped byte shifts one
     /// value and leaves the frame in step), other than iteration and time.
     offset_fields: Vec<bool>,
@@ -245,12 +267,20 @@ impl<'a> SessionDecoder<'a> {
             last_time: None,
             loop_time: None,
             newline_converted: false,
+            line_feed_values: Vec::new(),
+            alternative_body: Vec::new(),
+            alternative_values: Vec::new(),
+            p_predictors: header
+                .p
+                .as_ref()
+                .map_or_else(Vec::new, |d| d.fields.iter().map(|f| f.predictor).collect()),
             iteration_index,
             time_index,
             scan_gap: None,
             group: Group::default(),
             before_group: Vec::new(),
             before_scale: Vec::new(),
+            before_line_feeds: Vec::new(),
             offset_fields,
             ledger: Ledger::new(report, layout, data_start),
         }
@@ -309,12 +339,30 @@ impl<'a> SessionDecoder<'a> {
                 pos += 1;
                 continue;
             }
-            if self.newline_converted && self.file[start..next].contains(&b'\n') {
+            let line_feeds = if self.newline_converted && self.file[start..next].contains(&b'\n') {
+                self.read_line_feeds(kind, start, next)
+            } else {
+                LineFeeds::Read
+            };
+            if line_feeds == LineFeeds::InStep {
+                // The frames after it are in step: only this frame's values are in doubt.
+                if kind == FrameKind::H {
+                    self.home_valid = false;
+                }
+                self.scan_gap.get_or_insert(DamageReason::NewlineConverted);
+                pos = next;
+                continue;
+            }
+            if line_feeds == LineFeeds::Unreadable {
                 self.reject(DamageReason::NewlineConverted);
                 pos = next;
                 continue;
             }
             self.complete(kind, decoded, start, next, sink);
+            if !self.line_feed_values.is_empty() {
+                self.group.note_line_feeds(start, &self.line_feed_values);
+                self.line_feed_values.clear();
+            }
             pos = next;
         }
         self.finish(sink)
@@ -330,57 +378,147 @@ impl<'a> SessionDecoder<'a> {
 
     fn decode(&mut self, kind: FrameKind, body: &[u8]) -> Result<(Decoded, usize), CodecErrorKind> {
         let header = self.header;
-        let codec = |e: super::codec::CodecError| e.kind;
-        let def = header.def(kind);
-        match kind {
-            FrameKind::I | FrameKind::P => {
-                let def = def.expect("checked by the caller");
-                let h = &mut self.history;
-                let mut cur = std::mem::take(&mut h.bufs[h.cur]);
-                let ctx = if kind == FrameKind::I {
-                    Context::default()
-                } else {
-                    Context {
-                        previous: h.prev.map(|i| h.bufs[i].as_slice()),
-                        previous2: h.prev2.map(|i| h.bufs[i].as_slice()),
-                        skipped: self.last_iteration.map_or(0, |l| header.skipped_after(l)),
-                        ..Context::default()
-                    }
-                };
-                let result = def.decode(body, &ctx, &mut cur);
-                h.bufs[h.cur] = cur;
-                result.map(|len| (Decoded::Fields, len)).map_err(codec)
-            }
-            FrameKind::S => {
-                let def = def.expect("checked by the caller");
-                let len = def
-                    .decode(body, &Context::default(), &mut self.slow)
-                    .map_err(codec)?;
-                Ok((Decoded::Fields, len))
-            }
-            FrameKind::H => {
-                let def = def.expect("checked by the caller");
-                let mut home = std::mem::take(&mut self.home);
-                let result = def.decode(body, &Context::default(), &mut home);
-                self.home = home;
-                result.map(|len| (Decoded::Fields, len)).map_err(codec)
-            }
-            FrameKind::G => {
-                let def = def.expect("checked by the caller");
-                let ctx = Context {
-                    home: Some(&self.home),
-                    last_main_time: self.history.previous().map_or(0, |p| p[self.time_index]),
-                    ..Context::default()
-                };
-                let len = def.decode(body, &ctx, &mut self.gps).map_err(codec)?;
-                Ok((Decoded::Fields, len))
-            }
-            FrameKind::E => match Event::decode(body, header.firmware) {
+        if kind == FrameKind::E {
+            return match Event::decode(body, header.firmware) {
                 Ok((event, len)) => Ok((Decoded::Event(event), len)),
                 Err(EventError::UnknownId(_)) => Ok((Decoded::UnknownEvent, 1)),
                 Err(EventError::Codec(e)) => Err(e.kind),
-            },
+            };
         }
+        let def = header.def(kind).expect("checked by the caller");
+        let mut out = std::mem::take(self.values_mut(kind));
+        let result = def.decode(body, &self.context(kind), &mut out);
+        *self.values_mut(kind) = out;
+        result.map(|len| (Decoded::Fields, len)).map_err(|e| e.kind)
+    }
+
+    /// What a data frame of `kind` is predicted from.
+    fn context(&self, kind: FrameKind) -> Context<'_> {
+        let h = &self.history;
+        match kind {
+            FrameKind::P => Context {
+                previous: h.prev.map(|i| h.bufs[i].as_slice()),
+                previous2: h.prev2.map(|i| h.bufs[i].as_slice()),
+                skipped: self
+                    .last_iteration
+                    .map_or(0, |l| self.header.skipped_after(l)),
+                ..Context::default()
+            },
+            FrameKind::G => Context {
+                home: Some(&self.home),
+                last_main_time: h.previous().map_or(0, |p| p[self.time_index]),
+                ..Context::default()
+            },
+            _ => Context::default(),
+        }
+    }
+
+    /// Where a data frame of `kind` decodes to.
+    fn values_mut(&mut self, kind: FrameKind) -> &mut Vec<i64> {
+        match kind {
+            FrameKind::I | FrameKind::P => &mut self.history.bufs[self.history.cur],
+            FrameKind::S => &mut self.slow,
+            FrameKind::H => &mut self.home,
+            _ => &mut self.gps,
+        }
+    }
+
+    /// In a text-mode copy, how the frame from `start` to `next` reads with its line feeds as line
+    /// feeds, given what a carriage return or a CR LF pair in place of each would give. Where a
+    /// carriage return gives other values only, in a main frame, those values are noted in
+    /// `line_feed_values` for the group to judge.
+    fn read_line_feeds(&mut self, kind: FrameKind, start: usize, next: usize) -> LineFeeds {
+        let header = self.header;
+        let Some(def) = header.def(kind).filter(|_| kind != FrameKind::E) else {
+            return LineFeeds::Unreadable;
+        };
+        let main = matches!(kind, FrameKind::I | FrameKind::P);
+        let mut body = std::mem::take(&mut self.alternative_body);
+        let mut other = std::mem::take(&mut self.alternative_values);
+        let mut noted = std::mem::take(&mut self.line_feed_values);
+        noted.clear();
+        let body_end = self.bounds.end.min(start + MAX_FRAME_LEN);
+        let mut reading = LineFeeds::Read;
+        'feeds: for at in memchr::memchr_iter(b'\n', &self.file[start + 1..next]) {
+            for pair in [false, true] {
+                body.clear();
+                body.extend_from_slice(&self.file[start + 1..body_end]);
+                if pair {
+                    body.insert(at, b'\r');
+                } else {
+                    body[at] = b'\r';
+                }
+                other.clear();
+                other.resize(def.len(), 0);
+                let Ok(len) = def.decode(&body, &self.context(kind), &mut other) else {
+                    continue;
+                };
+                let end = start + 1 + len - usize::from(pair);
+                let read = self.values(kind);
+                if !self.starts_frame_or_ends(end)
+                    || (main && !self.plausible_instead(kind, &other))
+                {
+                    continue;
+                }
+                if end != next {
+                    reading = LineFeeds::Unreadable;
+                    break 'feeds;
+                }
+                if !main {
+                    if other != read {
+                        reading = LineFeeds::InStep;
+                    }
+                    continue;
+                }
+                for (field, (&o, &r)) in other.iter().zip(read).enumerate() {
+                    if o != r {
+                        noted.push(LineFeedValue {
+                            offset: start + 1 + at,
+                            field,
+                            delta: o - r,
+                        });
+                    }
+                }
+            }
+        }
+        if reading != LineFeeds::Read {
+            noted.clear();
+        }
+        self.alternative_body = body;
+        self.alternative_values = other;
+        self.line_feed_values = noted;
+        reading
+    }
+
+    /// The values a data frame of `kind` decoded to.
+    fn values(&self, kind: FrameKind) -> &[i64] {
+        match kind {
+            FrameKind::I | FrameKind::P => &self.history.bufs[self.history.cur],
+            FrameKind::S => &self.slow,
+            FrameKind::H => &self.home,
+            _ => &self.gps,
+        }
+    }
+
+    /// Whether a main frame of `kind` with `values` in place of the frame read would pass the
+    /// iteration and time checks.
+    fn plausible_instead(&self, kind: FrameKind, values: &[i64]) -> bool {
+        let field = |i: usize| values.get(i).map(|&v| v as u32);
+        let (Some(iteration), Some(time)) = (field(self.iteration_index), field(self.time_index))
+        else {
+            return false;
+        };
+        if (iteration, time) == self.main_values() {
+            return true;
+        }
+        let leaps = self
+            .last_iteration
+            .is_some_and(|l| iteration.wrapping_sub(l) >= MAX_ITERATION_JUMP)
+            || self
+                .last_time
+                .is_some_and(|l| time.wrapping_sub(l) >= MAX_TIME_JUMP_US);
+        let on_schedule = kind == FrameKind::P || iteration % self.header.i_interval == 0;
+        !leaps && on_schedule && self.timing_consistent(iteration, time)
     }
 
     /// A complete frame from `start` to `end`: decide whether to accept it.
@@ -514,9 +652,23 @@ impl<'a> SessionDecoder<'a> {
                     )
                 });
             let trusted = !offset && (joined || self.group.trusted_without_join());
+            let next = self.history.previous().filter(|_| joined && !resumed);
+            let unsettled = self.group.first_unsettled_line_feed(
+                &self.before_line_feeds,
+                next,
+                &self.p_predictors,
+            );
+            let settled = unsettled == self.group.items.len();
+            self.before_line_feeds.clear();
+            if next.is_some()
+                && let Some(last) = self.group.last_main()
+            {
+                self.before_line_feeds.extend_from_slice(last);
+            }
             self.before_group.clear();
             self.before_scale.clear();
             if trusted
+                && settled
                 && !resumed
                 && let Some(last) = self.group.last_main()
             {
@@ -524,8 +676,8 @@ impl<'a> SessionDecoder<'a> {
                 self.before_scale
                     .extend_from_slice(self.group.settled_scale());
             }
-            commit_group(&self.group, &mut self.ledger, trusted, sink);
-            self.group.restart(joined && !offset, anchor);
+            commit_group(&self.group, &mut self.ledger, trusted, unsettled, sink);
+            self.group.restart(joined && !offset && settled, anchor);
         }
         self.learn_loop_time(iteration, time);
         self.stream_valid = true;
@@ -607,7 +759,10 @@ impl<'a> SessionDecoder<'a> {
     fn settle(&mut self, sink: &mut impl Sink) {
         if !self.stream_valid && !self.group.is_empty() {
             let trusted = self.group.trusted_without_join();
-            commit_group(&self.group, &mut self.ledger, trusted, sink);
+            let unsettled = self
+                .group
+                .first_unsettled_line_feed(&[], None, &self.p_predictors);
+            commit_group(&self.group, &mut self.ledger, trusted, unsettled, sink);
             self.group.clear();
         }
     }
@@ -693,14 +848,25 @@ impl<'a> SessionDecoder<'a> {
     }
 }
 
-/// Record every frame the group held; main frames are trusted as the group is, the others always.
-fn commit_group(group: &Group, ledger: &mut Ledger, trusted: bool, sink: &mut impl Sink) {
-    for item in &group.items {
+/// Record every frame the group held; main frames are trusted as the group is, up to the item
+/// `unsettled` whose values rest on a line feed that may have been a carriage return; the others
+/// always.
+fn commit_group(
+    group: &Group,
+    ledger: &mut Ledger,
+    trusted: bool,
+    unsettled: usize,
+    sink: &mut impl Sink,
+) {
+    for (i, item) in group.items.iter().enumerate() {
         let main = matches!(item.kind, FrameKind::I | FrameKind::P);
+        if trusted && main && i == unsettled {
+            ledger.note_gap(DamageReason::NewlineConverted);
+        }
         ledger.commit(
             item,
             &group.values[item.values.clone()],
-            trusted || !main,
+            !main || (trusted && i < unsettled),
             sink,
         );
     }

@@ -14,6 +14,7 @@
 
 use super::event::Event;
 use super::frame::FrameKind;
+use super::predictor::Predictor;
 use crate::report::DamageReason;
 use std::ops::Range;
 
@@ -33,6 +34,24 @@ pub fn widen_scale(scale: &mut Vec<i64>, previous: &[i64], values: &[i64]) {
     for ((s, a), b) in scale.iter_mut().zip(previous).zip(values) {
         *s = (*s).max((b - a).abs());
     }
+}
+
+/// How much better the read values must join their neighbours than those a carriage return would
+/// give, for a line feed in a text-mode copy to be read as a line feed.
+const LINE_FEED_MARGIN: f64 = 2.0;
+
+/// Steps between main frames that must tell the readings of a line feed apart (one step alone,
+/// into or out of a group, is too often a jump in the flight's own data).
+const MIN_LINE_FEED_STEPS: usize = 2;
+
+/// A field value that would differ had a line feed of a text-mode copy been a carriage return.
+#[derive(Debug, Clone, Copy)]
+pub struct LineFeedValue {
+    /// The line feed's offset in the file (values of one line feed are judged together).
+    pub offset: usize,
+    pub field: usize,
+    /// The value a carriage return gives, minus the value read.
+    pub delta: i64,
 }
 
 /// A frame the rules accept, waiting for the group's verdict.
@@ -64,6 +83,8 @@ pub struct Group {
     last_main: Option<Range<usize>>,
     /// Per field, the largest change between consecutive main frames held.
     scale: Vec<i64>,
+    /// Values of held main frames that carriage returns would change, with the item holding them.
+    line_feeds: Vec<(usize, LineFeedValue)>,
 }
 
 impl Group {
@@ -169,6 +190,111 @@ impl Group {
         })
     }
 
+    /// Note that the main frame held last starting at `start` reads otherwise if line feeds in it
+    /// were carriage returns.
+    pub fn note_line_feeds(&mut self, start: usize, values: &[LineFeedValue]) {
+        let Some(item) = self.items.len().checked_sub(1) else {
+            return;
+        };
+        if self.items[item].start == start && self.last_main.is_some() {
+            self.line_feeds.extend(values.iter().map(|&v| (item, v)));
+        }
+    }
+
+    /// The first item whose values rest on a line feed that its neighbours do not show to be one
+    /// (`items.len()` when there is none). The read values and those a carriage return would give
+    /// are carried through the P frames held (`predictors`), and each is joined to the main frame
+    /// before it (`before` for the I frame, when known) and the last to `next`, the next I frame:
+    /// a line feed stands when the read values step less, by [`LINE_FEED_MARGIN`]. Without `next`
+    /// no line feed stands.
+    pub fn first_unsettled_line_feed(
+        &self,
+        before: &[i64],
+        next: Option<&[i64]>,
+        predictors: &[Predictor],
+    ) -> usize {
+        let mut first = self.items.len();
+        let mut i = 0;
+        while i < self.line_feeds.len() {
+            let (item, lf) = self.line_feeds[i];
+            let count = self.line_feeds[i..]
+                .iter()
+                .take_while(|(it, v)| *it == item && v.offset == lf.offset)
+                .count();
+            let values = &self.line_feeds[i..i + count];
+            i += count;
+            if item >= first {
+                continue;
+            }
+            let settled = next.is_some_and(|next| {
+                let (read, other, steps) = self.join_steps(item, values, before, next, predictors);
+                steps >= MIN_LINE_FEED_STEPS && read * LINE_FEED_MARGIN < other
+            });
+            if !settled {
+                first = item;
+            }
+        }
+        first
+    }
+
+    /// How much the read values and the carriage-return values change between consecutive main
+    /// frames (sums of squares), from the main frame before `item` to `next`, over the steps the
+    /// difference changes, summed over `values`' fields.
+    fn join_steps(
+        &self,
+        item: usize,
+        values: &[(usize, LineFeedValue)],
+        before: &[i64],
+        next: &[i64],
+        predictors: &[Predictor],
+    ) -> (f64, f64, usize) {
+        let main = |i: usize| {
+            let it = &self.items[i];
+            matches!(it.kind, FrameKind::I | FrameKind::P).then(|| &self.values[it.values.clone()])
+        };
+        let intra = self.items[item].kind == FrameKind::I;
+        let previous = (0..item)
+            .rev()
+            .find_map(main)
+            .or_else(|| (intra && !before.is_empty()).then_some(before));
+        let (mut read, mut other, mut steps) = (0.0, 0.0, 0);
+        let mut step = |a: Option<(i64, f64)>, b: (i64, f64)| {
+            if let Some((va, ea)) = a
+                && ea != b.1
+            {
+                steps += 1;
+                read += ((b.0 - va) as f64).powi(2);
+                other += (b.0 as f64 + b.1 - va as f64 - ea).powi(2);
+            }
+        };
+        for (_, lf) in values {
+            let f = lf.field;
+            let at = |frame: &[i64]| frame.get(f).copied();
+            let (Some(v), Some(n)) = (main(item).and_then(at), at(next)) else {
+                return (0.0, 0.0, 0);
+            };
+            let delta = lf.delta as f64;
+            step(previous.and_then(at).map(|p| (p, 0.0)), (v, delta));
+            // The difference carried through the P frames held, by the field's P predictor (an I
+            // frame fills both history slots).
+            let (mut last, mut e1, mut e2) = ((v, delta), delta, if intra { delta } else { 0.0 });
+            for frame in (item + 1..self.items.len()).filter_map(main) {
+                let e = match predictors.get(f) {
+                    Some(Predictor::Previous | Predictor::Increment) => e1,
+                    Some(Predictor::StraightLine) => 2.0 * e1 - e2,
+                    Some(Predictor::Average2) => (e1 + e2) / 2.0,
+                    _ => 0.0,
+                };
+                (e2, e1) = (e1, e);
+                let value = at(frame).unwrap_or(last.0);
+                step(Some(last), (value, e));
+                last = (value, e);
+            }
+            step(Some(last), (n, 0.0));
+        }
+        (read, other, steps)
+    }
+
     /// Forget what is held (keeping the buffers) and start a group at an I frame.
     pub fn restart(&mut self, joined: bool, anchor: bool) {
         self.clear();
@@ -184,7 +310,92 @@ impl Group {
         self.first_main = None;
         self.last_main = None;
         self.scale.clear();
+        self.line_feeds.clear();
         self.joined = false;
         self.anchor = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A group of one field: an I frame then P frames, one main frame per value, 10 bytes each,
+    /// with line feeds noted as (frame, value a carriage return gives minus the value read).
+    fn group(values: &[i64], line_feeds: &[(usize, i64)]) -> Group {
+        let mut group = Group::default();
+        for (i, &v) in values.iter().enumerate() {
+            let kind = if i == 0 { FrameKind::I } else { FrameKind::P };
+            let item = Item {
+                kind,
+                start: i * 10,
+                end: i * 10 + 10,
+                gap: None,
+                values: 0..0,
+                event: None,
+            };
+            group.push(item, &[v]);
+            for &(_, delta) in line_feeds.iter().filter(|&&(at, _)| at == i) {
+                let value = LineFeedValue {
+                    offset: i * 10 + 5,
+                    field: 0,
+                    delta,
+                };
+                group.note_line_feeds(i * 10, &[value]);
+            }
+        }
+        group
+    }
+
+    #[test]
+    fn a_line_feed_stands_where_the_read_values_join_their_neighbours() {
+        // Read: the values climb by one; a carriage return would drop the last three by 12.
+        let g = group(&[10, 11, 12, 13], &[(1, -12)]);
+        assert_eq!(
+            g.first_unsettled_line_feed(&[], Some(&[14]), &[Predictor::Previous]),
+            4
+        );
+    }
+
+    #[test]
+    fn a_line_feed_falls_where_a_carriage_return_joins_better() {
+        // Read: the field leaps by 12 and back at the next I frame; 12 less runs flat.
+        let g = group(&[10, 22, 22, 22], &[(1, -12)]);
+        let previous = [Predictor::Previous];
+        assert_eq!(g.first_unsettled_line_feed(&[], Some(&[10]), &previous), 1);
+        // Without the next I frame nothing shows what the line feed was.
+        let g = group(&[10, 11, 12, 13], &[(3, -12)]);
+        assert_eq!(g.first_unsettled_line_feed(&[], None, &previous), 3);
+    }
+
+    #[test]
+    fn one_step_alone_does_not_settle_a_line_feed() {
+        // An I-frame value no P frame is predicted from, with nothing before the group: only the
+        // step to the first P frame tells the readings apart.
+        let g = group(&[10, 11, 12], &[(0, -100)]);
+        assert_eq!(
+            g.first_unsettled_line_feed(&[], Some(&[13]), &[Predictor::Zero]),
+            0
+        );
+        // With the frame before the group, the step into it counts too.
+        assert_eq!(
+            g.first_unsettled_line_feed(&[9], Some(&[13]), &[Predictor::Zero]),
+            3
+        );
+    }
+
+    #[test]
+    fn carried_differences_follow_the_field_predictor() {
+        // Straight-line prediction carries a difference that grows by itself each frame: 3, 6, 9,
+        // then back to 0 at the next I frame.
+        let g = group(&[5, 5, 5, 5], &[(1, 3)]);
+        let straight = [Predictor::StraightLine];
+        let (read, other, steps) = g.join_steps(1, &g.line_feeds, &[], &[5], &straight);
+        assert_eq!((read, other, steps), (0.0, 9.0 + 9.0 + 9.0 + 81.0, 4));
+        assert_eq!(g.first_unsettled_line_feed(&[], Some(&[5]), &straight), 4);
+        // Averaging halves it: 3, 1.5, 2.25.
+        let average = [Predictor::Average2];
+        let (_, other, _) = g.join_steps(1, &g.line_feeds, &[], &[5], &average);
+        assert_eq!(other, 9.0 + 2.25 + 0.5625 + 2.25 * 2.25);
     }
 }

@@ -23,6 +23,10 @@ pub const MAX_I_INTERVAL: u32 = 1 << 16;
 
 /// The problem of a header line that parsed but holds bytes that are not text.
 pub const NOT_TEXT: &str = "header line holds bytes that are not text";
+/// The header line salvage adds to a log recovered from a text-mode copy: its line feeds were
+/// judged to be line feeds, and a log holding no carriage return reads the same after another
+/// text-mode copy.
+pub const LINE_FEEDS_CHECKED: (&str, &str) = ("Line feeds", "checked");
 
 /// Which firmware wrote the log, as far as the header tells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -476,6 +480,11 @@ impl Header {
             n = n.wrapping_add(1);
         }
         skipped
+    }
+
+    /// Whether the header says salvage judged the log's line feeds (see [`LINE_FEEDS_CHECKED`]).
+    pub fn line_feeds_checked(&self) -> bool {
+        self.get(LINE_FEEDS_CHECKED.0) == Some(LINE_FEEDS_CHECKED.1)
     }
 
     /// The value of a header line that names the craft.

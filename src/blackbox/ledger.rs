@@ -66,6 +66,11 @@ impl Ledger {
         }
     }
 
+    /// Note why the bytes from here on are not trusted, unless an earlier reason is known.
+    pub fn note_gap(&mut self, reason: DamageReason) {
+        self.gap.get_or_insert(reason);
+    }
+
     /// Record a frame: trusted frames reach the sink, the others join the damage around them.
     pub fn commit(&mut self, item: &Item, values: &[i64], trusted: bool, sink: &mut impl Sink) {
         if !trusted {

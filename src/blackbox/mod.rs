@@ -56,6 +56,13 @@ pub fn sessions(file: &[u8]) -> Vec<Session> {
         .collect()
 }
 
+/// Whether `file`, whose first session is `first`, was copied in text mode (decided on that
+/// session's data, unless salvage wrote it and checked its line feeds).
+pub fn copied_in_text_mode(file: &[u8], first: &Session) -> bool {
+    let data_start = (first.header.data_start as usize).min(file.len());
+    !first.header.line_feeds_checked() && decoder::is_newline_converted(&file[data_start..])
+}
+
 /// Decode every session of `file`, passing accepted frames to `sink` (told which session each
 /// belongs to by `on_session`), and report what was found.
 pub fn decode<S: Sink>(
@@ -96,10 +103,7 @@ pub fn decode_with<S: Sink>(
         .into_iter()
         .map(|b| {
             let session = session(b);
-            let converted = *text_mode.get_or_insert_with(|| {
-                let data_start = (session.header.data_start as usize).min(file.len());
-                decoder::is_newline_converted(&file[data_start..])
-            });
+            let converted = *text_mode.get_or_insert_with(|| copied_in_text_mode(file, &session));
             on_session(&session, sink);
             SessionDecoder::new(file, &session.header, session.bounds, validation)
                 .text_mode(converted)

@@ -10,7 +10,7 @@
 use super::decoder::{EventFrame, Frame, Sink, Validation};
 use super::event::Event;
 use super::frame::FrameKind;
-use super::header::LOG_START_MARKER;
+use super::header::{LINE_FEEDS_CHECKED, LOG_START_MARKER};
 use super::writer::SessionWriter;
 use super::{Session, decode_with};
 use crate::report::{FileReport, FrameCounts};
@@ -89,6 +89,8 @@ struct Reencoder<'a> {
     anchors: Vec<(u64, u64)>,
     done: Vec<(SalvagedBytes, Vec<(u64, u64)>)>,
     select: Option<usize>,
+    /// Whether the input was copied in text mode (decided at its first session).
+    text_mode: Option<bool>,
     /// The input offset decoding has reached (for progress bars and releasing mapped pages).
     reached: &'a AtomicU64,
 }
@@ -96,17 +98,24 @@ struct Reencoder<'a> {
 impl Reencoder<'_> {
     fn start(&mut self, file: &[u8], session: &Session) {
         self.finish();
+        // The line feeds of a text-mode copy that salvage keeps were judged: the output says so,
+        // or it would read as a text-mode copy again.
+        let text_mode = *self
+            .text_mode
+            .get_or_insert_with(|| super::copied_in_text_mode(file, session));
         if self.select.is_some_and(|s| s != session.bounds.index) {
             return;
         }
         let header = &session.header;
         let start = session.bounds.start;
         let data_start = (header.data_start as usize).clamp(start, session.bounds.end);
+        let (name, value) = LINE_FEEDS_CHECKED;
         let (writer, dropped) = if header.problems.is_empty() {
-            (
-                SessionWriter::from_header_bytes(&file[start..data_start]),
-                0,
-            )
+            let mut bytes = file[start..data_start].to_vec();
+            if text_mode {
+                bytes.extend_from_slice(format!("H {name}:{value}\n").as_bytes());
+            }
+            (SessionWriter::from_header_bytes(&bytes), 0)
         } else {
             // Lines that did not parse are gone already; lines with bytes that are not text are
             // kept as the decoder read them, with those bytes replaced, so the frames they define
@@ -146,6 +155,9 @@ impl Reencoder<'_> {
             // value fell back to its default).
             let used = ["Data version", "I interval", "P interval", "P ratio"];
             good.retain(|(name, _)| !used.contains(&name.as_str()));
+            if text_mode {
+                good.push((name.to_owned(), value.to_owned()));
+            }
             good.splice(
                 0..0,
                 [
@@ -188,7 +200,8 @@ impl Reencoder<'_> {
                 });
                 writer = SessionWriter::new(&good);
             }
-            let dropped = header.lines.len().saturating_sub(good.len() + 1);
+            let kept = good.iter().filter(|(n, _)| n != name).count();
+            let dropped = header.lines.len().saturating_sub(kept + 1);
             (writer, dropped)
         };
         debug_assert!(writer.bytes().starts_with(LOG_START_MARKER));
@@ -384,6 +397,7 @@ pub fn salvage_noting(
         anchors: Vec::new(),
         done: Vec::new(),
         select,
+        text_mode: None,
         reached,
     };
     let report = decode_with(
