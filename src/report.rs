@@ -26,9 +26,11 @@ pub enum DamageReason {
     ImplausibleIteration,
     /// A main frame's time moved backwards or jumped too far.
     ImplausibleTime,
-    /// A P frame whose prediction history was lost.
+    /// A P frame whose prediction history was lost, or a GPS frame after damage that could have
+    /// taken the main frame its time is predicted from.
     StalePFrame,
-    /// A GPS frame with no GPS home frame before it.
+    /// A GPS frame with no GPS home frame before it, or one after damage (which may have taken a
+    /// home frame) that does not continue the track of the last GPS frame accepted.
     NoGpsHome,
     /// An event id whose payload length is unknown.
     UnknownEvent,

@@ -22,6 +22,16 @@ pub const MAX_TIME_JUMP_US: u32 = 10_000_000;
 /// Session data at least this long with no carriage return in it was copied in text mode (a
 /// binary log has about one in every 256 bytes).
 const NEWLINE_EVIDENCE: usize = 16 * 1024;
+/// After damage, a GPS frame that lies within reach of the last one accepted continues its track,
+/// so the home it is predicted from was not lost with the damage: reach is twice the faster of the
+/// two ground speeds plus this much, in cm/s, over the time between them, plus [`GPS_SLACK_CM`].
+const GPS_SPEED_MARGIN_CM_S: f64 = 500.0;
+/// See [`GPS_SPEED_MARGIN_CM_S`].
+const GPS_SLACK_CM: f64 = 300.0;
+/// GPS frames further apart than this, in µs, do not continue a track.
+const MAX_GPS_GAP_US: u32 = 2_000_000;
+/// Centimetres per unit of latitude (1e-7 degree).
+const CM_PER_COORDINATE: f64 = 1.113;
 /// Padding shorter than this at the end of a session is counted with the damage before it.
 const MIN_PADDING: usize = 8;
 
@@ -139,6 +149,67 @@ enum LineFeeds {
     Unreadable,
 }
 
+/// The G-frame fields that place the craft.
+struct GpsFields {
+    time: usize,
+    latitude: usize,
+    longitude: usize,
+    speed: usize,
+}
+
+/// Where and when a GPS frame placed the craft, and its ground speed in cm/s.
+#[derive(Debug, Clone, Copy)]
+struct GpsFix {
+    time: u32,
+    latitude: i64,
+    longitude: i64,
+    speed: i64,
+}
+
+impl GpsFields {
+    fn of(header: &Header) -> Option<GpsFields> {
+        let g = header.g.as_ref()?;
+        let home = |k| {
+            g.fields
+                .iter()
+                .position(|f| f.predictor == Predictor::HomeCoord(k))
+        };
+        Some(GpsFields {
+            time: g.index_of("time")?,
+            latitude: home(0)?,
+            longitude: home(1)?,
+            speed: g.index_of("GPS_speed")?,
+        })
+    }
+
+    fn fix(&self, values: &[i64]) -> Option<GpsFix> {
+        Some(GpsFix {
+            time: *values.get(self.time)? as u32,
+            latitude: *values.get(self.latitude)?,
+            longitude: *values.get(self.longitude)?,
+            speed: *values.get(self.speed)?,
+        })
+    }
+}
+
+impl GpsFix {
+    /// Whether `next` lies within reach of this fix (see [`GPS_SPEED_MARGIN_CM_S`]).
+    fn reaches(&self, next: &GpsFix) -> bool {
+        let elapsed = next.time.wrapping_sub(self.time);
+        if elapsed > MAX_GPS_GAP_US {
+            return false;
+        }
+        let speed = self.speed.max(next.speed).max(0) as f64;
+        let reach_cm =
+            (2.0 * speed + GPS_SPEED_MARGIN_CM_S) * f64::from(elapsed) / 1e6 + GPS_SLACK_CM;
+        let latitude = (next.latitude as f64 * 1e-7).to_radians();
+        let north_cm = (next.latitude - self.latitude).abs() as f64 * CM_PER_COORDINATE;
+        let east_cm =
+            (next.longitude - self.longitude).abs() as f64 * CM_PER_COORDINATE * latitude.cos();
+        north_cm <= reach_cm && east_cm <= reach_cm
+    }
+}
+
 /// Decodes one session.
 pub struct SessionDecoder<'a> {
     file: &'a [u8],
@@ -152,8 +223,13 @@ pub struct SessionDecoder<'a> {
     history: History,
     slow: Vec<i64>,
     gps: Vec<i64>,
+    /// The GPS home of the last H frame accepted, and the values of the H frame being read.
     home: Vec<i64>,
+    home_read: Vec<i64>,
     home_valid: bool,
+    gps_fields: Option<GpsFields>,
+    /// The last GPS frame accepted.
+    gps_fix: Option<GpsFix>,
     /// Whether P frames can be trusted: an I frame validated since the last rejection.
     stream_valid: bool,
     last_iteration: Option<u32>,
@@ -261,7 +337,10 @@ impl<'a> SessionDecoder<'a> {
             slow: vec![0; fields(FrameKind::S)],
             gps: vec![0; fields(FrameKind::G)],
             home: vec![0; fields(FrameKind::H)],
+            home_read: vec![0; fields(FrameKind::H)],
             home_valid: false,
+            gps_fields: GpsFields::of(header),
+            gps_fix: None,
             stream_valid: false,
             last_iteration: None,
             last_time: None,
@@ -418,7 +497,7 @@ impl<'a> SessionDecoder<'a> {
         match kind {
             FrameKind::I | FrameKind::P => &mut self.history.bufs[self.history.cur],
             FrameKind::S => &mut self.slow,
-            FrameKind::H => &mut self.home,
+            FrameKind::H => &mut self.home_read,
             _ => &mut self.gps,
         }
     }
@@ -495,7 +574,7 @@ impl<'a> SessionDecoder<'a> {
         match kind {
             FrameKind::I | FrameKind::P => &self.history.bufs[self.history.cur],
             FrameKind::S => &self.slow,
-            FrameKind::H => &self.home,
+            FrameKind::H => &self.home_read,
             _ => &self.gps,
         }
     }
@@ -548,12 +627,23 @@ impl<'a> SessionDecoder<'a> {
             }
             (FrameKind::H, _) => {
                 self.home_valid = true;
+                self.home.clone_from(&self.home_read);
                 let home = std::mem::take(&mut self.home);
                 self.accept(item(None), &home, sink);
                 self.home = home;
             }
-            (FrameKind::G, _) if !self.home_valid => self.reject(DamageReason::NoGpsHome),
+            // Its time is predicted from the main frame before it, which damage may have taken.
+            (FrameKind::G, _) if !self.stream_valid && self.validation == Validation::Thorough => {
+                self.reject(DamageReason::StalePFrame)
+            }
+            (FrameKind::G, _) if !self.home_valid && !self.gps_continues_track() => {
+                // The track is broken: later GPS frames wait for the next home.
+                self.gps_fix = None;
+                self.reject(DamageReason::NoGpsHome)
+            }
             (FrameKind::G, _) => {
+                self.home_valid = true;
+                self.gps_fix = self.gps_fields.as_ref().and_then(|f| f.fix(&self.gps));
                 let gps = std::mem::take(&mut self.gps);
                 self.accept(item(None), &gps, sink);
                 self.gps = gps;
@@ -571,6 +661,13 @@ impl<'a> SessionDecoder<'a> {
             }
             (FrameKind::E, _) => self.reject(DamageReason::UnknownEvent),
         }
+    }
+
+    /// Whether the GPS frame just decoded continues the track of the last one accepted, read with
+    /// the home it had: then that home was not lost.
+    fn gps_continues_track(&self) -> bool {
+        let next = self.gps_fields.as_ref().and_then(|f| f.fix(&self.gps));
+        matches!((self.gps_fix, next), (Some(last), Some(next)) if last.reaches(&next))
     }
 
     /// Whether a main frame's time advanced about as much as its iterations say.
