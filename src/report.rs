@@ -45,8 +45,10 @@ pub enum DamageReason {
     /// or a main frame predicted from one.
     NewlineConverted,
     /// Main frames of an I-frame group that nothing corroborated (an I frame right after damage
-    /// with too few P frames decoding from it and no clean I frame after it), or whose I frame
-    /// holds a value set apart from both neighbouring groups.
+    /// with too few P frames decoding from it and no clean I frame after it), whose I frame holds
+    /// a value set apart from both neighbouring groups, or after which the next I frame comes
+    /// later than the I/P schedule allows (main frames were lost inside the group) or after a time
+    /// step far from the loop time (a time error carried on inside the group).
     SuspectGroup,
 }
 

@@ -19,6 +19,9 @@ use std::collections::BTreeMap;
 pub const MAX_ITERATION_JUMP: u32 = 5000;
 /// A main frame may not advance more time than this, in µs.
 pub const MAX_TIME_JUMP_US: u32 = 10_000_000;
+/// How many times the loop time (or a fraction of it) the step from a group's last main frame to
+/// the next I frame may take, per iteration.
+const JOIN_TIME_FACTOR: f64 = 2.5;
 /// Session data at least this long with no carriage return in it was copied in text mode (a
 /// binary log has about one in every 256 bytes).
 const NEWLINE_EVIDENCE: usize = 16 * 1024;
@@ -228,6 +231,9 @@ pub struct SessionDecoder<'a> {
     home_read: Vec<i64>,
     home_valid: bool,
     gps_fields: Option<GpsFields>,
+    /// Damage came after the last main frame accepted: the main frame a GPS frame's time is
+    /// predicted from may be lost.
+    gps_time_lost: bool,
     /// The last GPS frame accepted.
     gps_fix: Option<GpsFix>,
     /// Whether P frames can be trusted: an I frame validated since the last rejection.
@@ -340,6 +346,7 @@ impl<'a> SessionDecoder<'a> {
             home_read: vec![0; fields(FrameKind::H)],
             home_valid: false,
             gps_fields: GpsFields::of(header),
+            gps_time_lost: false,
             gps_fix: None,
             stream_valid: false,
             last_iteration: None,
@@ -633,9 +640,7 @@ impl<'a> SessionDecoder<'a> {
                 self.home = home;
             }
             // Its time is predicted from the main frame before it, which damage may have taken.
-            (FrameKind::G, _) if !self.stream_valid && self.validation == Validation::Thorough => {
-                self.reject(DamageReason::StalePFrame)
-            }
+            (FrameKind::G, _) if self.gps_time_lost => self.reject(DamageReason::StalePFrame),
             (FrameKind::G, _) if !self.home_valid && !self.gps_continues_track() => {
                 // The track is broken: later GPS frames wait for the next home.
                 self.gps_fix = None;
@@ -672,6 +677,12 @@ impl<'a> SessionDecoder<'a> {
 
     /// Whether a main frame's time advanced about as much as its iterations say.
     fn timing_consistent(&self, iteration: u32, time: u32) -> bool {
+        self.timing_within(iteration, time, 4.0, 1000.0)
+    }
+
+    /// Whether a main frame's time advanced as much as its iterations say, within `factor` times
+    /// or `slack_us` either way.
+    fn timing_within(&self, iteration: u32, time: u32, factor: f64, slack_us: f64) -> bool {
         let (Some(li), Some(lt), Some(loop_time)) =
             (self.last_iteration, self.last_time, self.loop_time)
         else {
@@ -680,7 +691,7 @@ impl<'a> SessionDecoder<'a> {
         let iterations = f64::from(iteration.wrapping_sub(li));
         let elapsed = f64::from(time.wrapping_sub(lt));
         let expected = iterations * loop_time;
-        elapsed >= expected / 4.0 - 1000.0 && elapsed <= expected * 4.0 + 1000.0
+        elapsed >= expected / factor - slack_us && elapsed <= expected * factor + slack_us
     }
 
     /// Learn the loop time from two consecutive main frames.
@@ -748,7 +759,22 @@ impl<'a> SessionDecoder<'a> {
                         &self.offset_fields,
                     )
                 });
-            let trusted = !offset && (joined || self.group.trusted_without_join());
+            // Main frames lost inside the group leave the P frames after them predicted from the
+            // frames before, in step and a plausible iteration on: only the next I frame, further
+            // on than the schedule allows, shows it.
+            let lost_frames = joined
+                && !resumed
+                && self.last_iteration.is_some_and(|last| {
+                    iteration != last.wrapping_add(1 + self.header.skipped_after(last))
+                });
+            // Time predicted along a straight line carries an error on, growing: the step to the
+            // next I frame takes it back (clean real logs step within 1.8 times the loop time).
+            let time_drifted =
+                joined && !resumed && !self.timing_within(iteration, time, JOIN_TIME_FACTOR, 0.0);
+            let trusted = !offset
+                && !lost_frames
+                && !time_drifted
+                && (joined || self.group.trusted_without_join());
             let next = self.history.previous().filter(|_| joined && !resumed);
             let unsettled = self.group.first_unsettled_line_feed(
                 &self.before_line_feeds,
@@ -813,6 +839,7 @@ impl<'a> SessionDecoder<'a> {
     }
 
     fn accept_main(&mut self, kind: FrameKind, start: usize, end: usize, sink: &mut impl Sink) {
+        self.gps_time_lost = false;
         let values = std::mem::take(&mut self.history.bufs[self.history.prev.expect("pushed")]);
         let item = Item {
             kind,
@@ -843,10 +870,21 @@ impl<'a> SessionDecoder<'a> {
     /// Something at the current position could not be trusted.
     fn reject(&mut self, reason: DamageReason) {
         if !matches!(reason, DamageReason::UnknownEvent | DamageReason::NoGpsHome) {
+            // A frame in step whose iteration or time is implausible ends a stream that drifted:
+            // damage earlier in the group left wrong values that predictions carried on.
+            let drifted = matches!(
+                reason,
+                DamageReason::ImplausibleIteration | DamageReason::ImplausibleTime
+            );
+            if drifted && self.stream_valid && self.validation == Validation::Thorough {
+                self.group.drifted();
+            }
             self.stream_valid = false;
-            // A GPS home frame may have been lost here: G frames wait for the next one.
+            // A GPS home frame may have been lost here: G frames wait for the next one, or for
+            // one that continues their track; and for the next main frame.
             if self.validation == Validation::Thorough {
                 self.home_valid = false;
+                self.gps_time_lost = true;
             }
         }
         self.scan_gap.get_or_insert(reason);

@@ -78,6 +78,8 @@ pub struct Group {
     joined: bool,
     /// Whether the I frame re-anchored the stream after an implausible jump.
     anchor: bool,
+    /// Whether the frames after the group's held ones failed the iteration or time checks.
+    drifted: bool,
     /// Where the first and last main frames' values are in `values`.
     first_main: Option<Range<usize>>,
     last_main: Option<Range<usize>>,
@@ -120,7 +122,13 @@ impl Group {
     /// the session ended): its I frame followed a trusted group, or P frames decoded from it.
     pub fn trusted_without_join(&self) -> bool {
         let needed = if self.anchor { 3 } else { 2 };
-        self.joined || self.mains >= needed
+        !self.drifted && (self.joined || self.mains >= needed)
+    }
+
+    /// Note that the stream after the held frames failed the iteration or time checks: values may
+    /// have drifted inside the group, which is then trusted only by a clean join.
+    pub fn drifted(&mut self) {
+        self.drifted = true;
     }
 
     /// Per field, the largest change between consecutive main frames held, when the group holds
@@ -311,6 +319,7 @@ impl Group {
         self.last_main = None;
         self.scale.clear();
         self.line_feeds.clear();
+        self.drifted = false;
         self.joined = false;
         self.anchor = false;
     }
