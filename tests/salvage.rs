@@ -149,3 +149,41 @@ fn the_hand_damaged_real_log_salvages_to_a_clean_log() {
     assert_eq!(got.frames, trusted.frames);
     assert_eq!(salvage_all(&salvaged), salvaged);
 }
+
+#[test]
+fn a_salvaged_text_mode_copy_says_its_line_feeds_were_checked() {
+    let marker = b"\nH Line feeds:checked\n";
+    let mut unmarked_cases = 0;
+    for path in logs().into_iter().take(5) {
+        let data = std::fs::read(&path).unwrap();
+        let copied = damage::damage(&data, Model::Newline, 0).data;
+        let sessions = bbcheck::blackbox::sessions(&copied);
+        // Logs too short to tell a text-mode copy by are read as they are.
+        if !bbcheck::blackbox::copied_in_text_mode(&copied, &sessions[0]) {
+            continue;
+        }
+        let (trusted, report) = decode(&copied);
+        let case = path.display();
+        assert!(!report.is_clean(), "{case}: a text-mode copy is damage");
+        let salvaged = salvage_all(&copied);
+        let at = salvaged.windows(marker.len()).position(|w| w == marker);
+        let Some(at) = at else {
+            panic!("{case}: the salvaged header does not say the line feeds were checked");
+        };
+        let (again, report) = decode(&salvaged);
+        assert!(
+            report.is_clean(),
+            "{case}: {:?}",
+            report.corrupt_spans.first()
+        );
+        assert_eq!(again.frames, trusted.frames, "{case}");
+        // Where salvage added no carriage return (in a logging-resume event), the same bytes
+        // without that line read as a text-mode copy.
+        if !salvaged.contains(&b'\r') {
+            let unmarked = [&salvaged[..at + 1], &salvaged[at + marker.len()..]].concat();
+            assert!(!decode(&unmarked).1.is_clean(), "{case}");
+            unmarked_cases += 1;
+        }
+    }
+    assert!(unmarked_cases > 0 || common::corpus().is_none());
+}
