@@ -771,17 +771,16 @@ impl<'a> SessionDecoder<'a> {
             // next I frame takes it back (clean real logs step within 1.8 times the loop time).
             let time_drifted =
                 joined && !resumed && !self.timing_within(iteration, time, JOIN_TIME_FACTOR, 0.0);
-            let trusted = !offset
-                && !lost_frames
-                && !time_drifted
-                && (joined || self.group.trusted_without_join());
+            // Either leaves the group's I frame as it was: only the frames after it are refused.
+            if lost_frames || time_drifted {
+                self.group.drifted();
+            }
+            let trusted = !offset && (joined || self.group.trusted_without_join());
             let next = self.history.previous().filter(|_| joined && !resumed);
-            let unsettled = self.group.first_unsettled_line_feed(
-                &self.before_line_feeds,
-                next,
-                &self.p_predictors,
-            );
-            let settled = unsettled == self.group.items.len();
+            let untrusted =
+                self.group
+                    .first_untrusted(&self.before_line_feeds, next, &self.p_predictors);
+            let settled = untrusted.0 == self.group.items.len();
             self.before_line_feeds.clear();
             if next.is_some()
                 && let Some(last) = self.group.last_main()
@@ -799,8 +798,10 @@ impl<'a> SessionDecoder<'a> {
                 self.before_scale
                     .extend_from_slice(self.group.settled_scale());
             }
-            commit_group(&self.group, &mut self.ledger, trusted, unsettled, sink);
-            self.group.restart(joined && !offset && settled, anchor);
+            commit_group(&self.group, &mut self.ledger, trusted, untrusted, sink);
+            // The next group follows this one if this one's I frame is trusted.
+            self.group
+                .restart(joined && trusted && untrusted.0 > 0, anchor);
         }
         self.learn_loop_time(iteration, time);
         self.stream_valid = true;
@@ -894,10 +895,8 @@ impl<'a> SessionDecoder<'a> {
     fn settle(&mut self, sink: &mut impl Sink) {
         if !self.stream_valid && !self.group.is_empty() {
             let trusted = self.group.trusted_without_join();
-            let unsettled = self
-                .group
-                .first_unsettled_line_feed(&[], None, &self.p_predictors);
-            commit_group(&self.group, &mut self.ledger, trusted, unsettled, sink);
+            let untrusted = self.group.first_untrusted(&[], None, &self.p_predictors);
+            commit_group(&self.group, &mut self.ledger, trusted, untrusted, sink);
             self.group.clear();
         }
     }
@@ -983,25 +982,26 @@ impl<'a> SessionDecoder<'a> {
     }
 }
 
-/// Record every frame the group held; main frames are trusted as the group is, up to the item
-/// `unsettled` whose values rest on a line feed that may have been a carriage return; the others
-/// always.
+/// Record every frame the group held: main frames are trusted as the group is, up to the item
+/// `untrusted.0` (from which on they are not, for the reason `untrusted.1`); the others always.
 fn commit_group(
     group: &Group,
     ledger: &mut Ledger,
     trusted: bool,
-    unsettled: usize,
+    untrusted: (usize, DamageReason),
     sink: &mut impl Sink,
 ) {
+    let (first, reason) = untrusted;
     for (i, item) in group.items.iter().enumerate() {
         let main = matches!(item.kind, FrameKind::I | FrameKind::P);
-        if trusted && main && i == unsettled {
-            ledger.note_gap(DamageReason::NewlineConverted);
+        let trust = trusted && i < first;
+        if trusted && main && !trust {
+            ledger.note_gap(reason);
         }
         ledger.commit(
             item,
             &group.values[item.values.clone()],
-            !main || (trusted && i < unsettled),
+            !main || trust,
             sink,
         );
     }

@@ -122,13 +122,38 @@ impl Group {
     /// the session ended): its I frame followed a trusted group, or P frames decoded from it.
     pub fn trusted_without_join(&self) -> bool {
         let needed = if self.anchor { 3 } else { 2 };
-        !self.drifted && (self.joined || self.mains >= needed)
+        self.joined || self.mains >= needed
     }
 
-    /// Note that the stream after the held frames failed the iteration or time checks: values may
-    /// have drifted inside the group, which is then trusted only by a clean join.
+    /// Note that the values predicted inside the group may be off: the stream after it failed the
+    /// iteration or time checks, or the next I frame shows frames lost inside it or a time error
+    /// carried on (its I frame's values are its own).
     pub fn drifted(&mut self) {
         self.drifted = true;
+    }
+
+    /// The first item not to trust and why (`items.len()` when each may be): in a group that
+    /// drifted, every one after the I frame, or the I frame too when neither the group before it
+    /// nor `next` (the next I frame, following in step) corroborates it; and the first resting on
+    /// an unsettled line feed (see [`Group::first_unsettled_line_feed`]).
+    pub fn first_untrusted(
+        &self,
+        before: &[i64],
+        next: Option<&[i64]>,
+        predictors: &[Predictor],
+    ) -> (usize, DamageReason) {
+        let line_feed = self.first_unsettled_line_feed(before, next, predictors);
+        let drift = if self.drifted {
+            let corroborated = self.joined || next.is_some();
+            self.items.len().min(usize::from(corroborated))
+        } else {
+            self.items.len()
+        };
+        if drift < line_feed {
+            (drift, DamageReason::SuspectGroup)
+        } else {
+            (line_feed, DamageReason::NewlineConverted)
+        }
     }
 
     /// Per field, the largest change between consecutive main frames held, when the group holds
