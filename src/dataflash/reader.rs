@@ -245,7 +245,7 @@ struct Scanner<'a> {
     truncated: Option<TruncatedMessage>,
     unreadable_headers: u64,
     sessions: Vec<u64>,
-    session_formats: Vec<Rc<Formats>>,
+    session_formats: SessionTables,
     /// Messages accepted in the current session.
     session_messages: u64,
     /// The TimeUS of the last accepted message that has one, in the current session.
@@ -312,13 +312,30 @@ pub fn padding_start(data: &[u8]) -> usize {
     }
 }
 
-/// Keep the format table a session ends with, shared with the session before when equal.
-fn push_session_formats(tables: &mut Vec<Rc<Formats>>, formats: &Formats) {
-    let table = match tables.last() {
-        Some(last) if last.same_definitions(formats) => Rc::clone(last),
-        _ => Rc::new(formats.clone()),
-    };
-    tables.push(table);
+/// How many of the latest distinct format tables a session's table is compared with: files that
+/// alternate between a few firmwares keep one copy of each table, and a file of sessions that all
+/// differ costs no more than this many comparisons a session.
+const TABLES_COMPARED: usize = 8;
+
+/// The format table each session ends with, equal tables shared.
+#[derive(Default)]
+struct SessionTables {
+    tables: Vec<Rc<Formats>>,
+    /// The latest distinct tables, most recent first.
+    recent: Vec<Rc<Formats>>,
+}
+
+impl SessionTables {
+    /// Keep the table a session ends with, shared with an earlier session's when equal.
+    fn push(&mut self, formats: &Formats) {
+        let table = match self.recent.iter().position(|t| t.same_definitions(formats)) {
+            Some(i) => self.recent.remove(i),
+            None => Rc::new(formats.clone()),
+        };
+        self.recent.insert(0, Rc::clone(&table));
+        self.recent.truncate(TABLES_COMPARED);
+        self.tables.push(table);
+    }
 }
 
 impl Scanner<'_> {
@@ -614,7 +631,7 @@ impl Scanner<'_> {
             }
             if defines_fmt && self.session_messages > 0 {
                 // Every log starts by defining FMT itself: a new one starts here.
-                push_session_formats(&mut self.session_formats, &self.formats);
+                self.session_formats.push(&self.formats);
                 self.sessions.push(pos as u64);
                 self.session_messages = 0;
                 self.last_time = None;
@@ -671,7 +688,7 @@ impl Scanner<'_> {
             self.flush_count(type_id);
         }
         self.counts.retain(|_, count| *count > 0);
-        push_session_formats(&mut self.session_formats, &self.formats);
+        self.session_formats.push(&self.formats);
         Scan {
             formats: self.formats,
             messages: self.messages,
@@ -685,7 +702,7 @@ impl Scanner<'_> {
             problems_omitted: self.problems.omitted,
             unreadable_headers: self.unreadable_headers,
             sessions: self.sessions,
-            session_formats: self.session_formats,
+            session_formats: self.session_formats.tables,
             old_data: self.old_data,
         }
     }
@@ -722,7 +739,7 @@ pub fn scan_with<S: Sink>(data: &[u8], rules: Rules, formats: Formats, sink: &mu
         truncated: None,
         unreadable_headers: 0,
         sessions: vec![0],
-        session_formats: Vec::new(),
+        session_formats: SessionTables::default(),
         session_messages: 0,
         last_time: None,
         old_from: None,
