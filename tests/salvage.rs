@@ -187,3 +187,106 @@ fn a_salvaged_text_mode_copy_says_its_line_feeds_were_checked() {
     }
     assert!(unmarked_cases > 0 || common::corpus().is_none());
 }
+
+/// An output that records the size of every piece it is handed.
+#[derive(Default)]
+struct Pieces {
+    bytes: Vec<u8>,
+    largest: usize,
+    count: usize,
+}
+
+impl bbcheck::blackbox::salvage::Output for Pieces {
+    fn write(&mut self, _session: usize, bytes: &[u8]) -> std::io::Result<()> {
+        self.bytes.extend_from_slice(bytes);
+        self.largest = self.largest.max(bytes.len());
+        self.count += 1;
+        Ok(())
+    }
+}
+
+#[test]
+fn a_long_session_is_written_out_as_it_goes() {
+    use bbcheck::synth::{FlightSpec, Layout, flight};
+    let spec = FlightSpec {
+        iterations: 400_000,
+        ..FlightSpec::new(Layout::Betaflight4)
+    };
+    let data = flight(&spec);
+    assert!(data.len() > 2 << 20, "{} bytes", data.len());
+    let mut pieces = Pieces::default();
+    let reached = std::sync::atomic::AtomicU64::new(0);
+    let (report, sessions) =
+        bbcheck::blackbox::salvage::salvage_into("t", &data, None, &reached, &mut pieces).unwrap();
+    assert!(report.is_clean());
+    assert_eq!(
+        pieces.bytes, data,
+        "a clean session re-encodes byte for byte"
+    );
+    assert_eq!(sessions[0].output_end, data.len() as u64);
+    // Memory holds a piece of the session at a time, never the whole of it.
+    assert!(pieces.count > 16, "{} pieces", pieces.count);
+    assert!(
+        pieces.largest <= 128 << 10,
+        "a piece of {} bytes",
+        pieces.largest
+    );
+    // The offset reached, by which mapped input pages are released, followed the decoding.
+    let reached = reached.load(std::sync::atomic::Ordering::Relaxed) as usize;
+    assert!(
+        reached > data.len() - 1024,
+        "reached {reached} of {}",
+        data.len()
+    );
+}
+
+/// An output that fails once it has been handed `room` bytes.
+struct Full {
+    room: usize,
+    calls_after_failing: usize,
+}
+
+impl bbcheck::blackbox::salvage::Output for Full {
+    fn write(&mut self, _session: usize, bytes: &[u8]) -> std::io::Result<()> {
+        if self.room == 0 {
+            self.calls_after_failing += 1;
+        }
+        match self.room.checked_sub(bytes.len()) {
+            Some(left) if self.room > 0 => {
+                self.room = left;
+                Ok(())
+            }
+            _ => {
+                self.room = 0;
+                Err(std::io::Error::new(
+                    std::io::ErrorKind::StorageFull,
+                    "disk full",
+                ))
+            }
+        }
+    }
+}
+
+#[test]
+fn salvage_stops_writing_at_the_first_output_error_and_returns_it() {
+    use bbcheck::synth::{FlightSpec, Layout, flight};
+    let spec = FlightSpec {
+        iterations: 100_000,
+        ..FlightSpec::new(Layout::Betaflight4)
+    };
+    let data = flight(&spec);
+    let mut full = Full {
+        room: 200 << 10,
+        calls_after_failing: 0,
+    };
+    let reached = std::sync::atomic::AtomicU64::new(0);
+    let result = bbcheck::blackbox::salvage::salvage_into("t", &data, None, &reached, &mut full);
+    let Err(error) = result else {
+        panic!("salvage went on past the output's error");
+    };
+    assert_eq!(error.kind(), std::io::ErrorKind::StorageFull);
+    assert_eq!(
+        full.calls_after_failing, 0,
+        "nothing is written after the error"
+    );
+}

@@ -15,6 +15,7 @@ use super::writer::SessionWriter;
 use super::{Session, decode_with};
 use crate::report::{FileReport, FrameCounts};
 use serde::Serialize;
+use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// What salvage did with one session.
@@ -60,6 +61,28 @@ pub struct SalvagedBytes {
     pub bytes: Vec<u8>,
 }
 
+/// Where salvaged sessions go as they are re-encoded: a session's bytes arrive in order, in
+/// pieces, and sessions one after the other.
+pub trait Output {
+    /// The next bytes of session `session` (1-based, as numbered in the input).
+    fn write(&mut self, session: usize, bytes: &[u8]) -> io::Result<()>;
+}
+
+/// Sessions held in memory, one byte vector each in input order.
+impl Output for Vec<(usize, Vec<u8>)> {
+    fn write(&mut self, session: usize, bytes: &[u8]) -> io::Result<()> {
+        match self.last_mut() {
+            Some((index, held)) if *index == session => held.extend_from_slice(bytes),
+            _ => self.push((session, bytes.to_vec())),
+        }
+        Ok(())
+    }
+}
+
+/// Re-encoded bytes are passed to the output in pieces of about this size, so that memory holds
+/// one piece of a session rather than the whole of it.
+const PIECE: usize = 1 << 16;
+
 /// Whether a header line is worth keeping: `Field X …` lines only for frame types the header
 /// still defines (a definition left half-damaged would make the salvaged header damaged too).
 fn defines_usable(header: &super::header::Header, name: &str) -> bool {
@@ -87,7 +110,11 @@ struct Reencoder<'a> {
     /// input skipped bytes between two written frames.
     last_input_end: Option<u64>,
     anchors: Vec<(u64, u64)>,
-    done: Vec<(SalvagedBytes, Vec<(u64, u64)>)>,
+    /// Sessions written, with their anchors.
+    done: Vec<(SalvagedSession, Vec<(u64, u64)>)>,
+    output: &'a mut dyn Output,
+    /// The first error the output gave; nothing more is written after it.
+    error: Option<io::Error>,
     select: Option<usize>,
     /// Whether the input was copied in text mode (decided at its first session).
     text_mode: Option<bool>,
@@ -232,7 +259,7 @@ impl Reencoder<'_> {
         self.reached.store(start, Ordering::Relaxed);
         let Some(w) = &self.writer else { return };
         if self.last_input_end != Some(start) {
-            self.anchors.push((start, w.bytes().len() as u64));
+            self.anchors.push((start, w.len()));
         }
         self.last_input_end = Some(end);
     }
@@ -277,14 +304,33 @@ impl Reencoder<'_> {
         }
     }
 
+    /// Pass what the session's writer holds to the output once it holds a piece, or whatever it
+    /// holds when `all`.
+    fn pass_on(&mut self, all: bool) {
+        let (Some(w), Some(summary)) = (&mut self.writer, &self.summary) else {
+            return;
+        };
+        if !all && w.bytes().len() < PIECE {
+            return;
+        }
+        let output = &mut *self.output;
+        let result = w.take(|bytes| match &self.error {
+            None => output.write(summary.index, bytes),
+            Some(_) => Ok(()),
+        });
+        if let Err(e) = result {
+            self.error.get_or_insert(e);
+        }
+    }
+
     fn finish(&mut self) {
-        let (Some(mut w), Some(mut summary)) = (self.writer.take(), self.summary.take()) else {
+        let Some(summary) = &mut self.summary else {
             return;
         };
         summary.gps_frames_dropped = self.held.len() as u64;
         self.held.clear();
-        self.anchors
-            .push((summary.input_end, w.bytes().len() as u64));
+        let Some(w) = &mut self.writer else { return };
+        self.anchors.push((summary.input_end, w.len()));
         if !self.ended {
             w.event(&Event::LogEnd {
                 disarm_reason: None,
@@ -292,15 +338,30 @@ impl Reencoder<'_> {
             summary.log_end_added = true;
             summary.kept.e += 1;
         }
-        let bytes = w.finish();
-        summary.output_end = bytes.len() as u64;
+        summary.output_end = w.len();
+        self.pass_on(true);
+        let summary = self.summary.take().expect("checked above");
+        self.writer = None;
         let anchors = std::mem::take(&mut self.anchors);
-        self.done.push((SalvagedBytes { summary, bytes }, anchors));
+        self.done.push((summary, anchors));
     }
 }
 
 impl Sink for Reencoder<'_> {
     fn frame(&mut self, frame: &Frame<'_>) {
+        self.write_frame(frame);
+        self.pass_on(false);
+    }
+
+    fn event(&mut self, event: &EventFrame<'_>) {
+        self.note_position(event.offset, event.offset + event.len as u64);
+        self.write_event(event.event);
+        self.pass_on(false);
+    }
+}
+
+impl Reencoder<'_> {
+    fn write_frame(&mut self, frame: &Frame<'_>) {
         // Damaged bytes came between this frame and the last one kept.
         let after_damage = self.last_input_end.is_some_and(|end| end != frame.offset);
         self.note_position(frame.offset, frame.offset + frame.len as u64);
@@ -366,26 +427,34 @@ impl Sink for Reencoder<'_> {
             }
         }
     }
-
-    fn event(&mut self, event: &EventFrame<'_>) {
-        self.note_position(event.offset, event.offset + event.len as u64);
-        self.write_event(event.event);
-    }
 }
 
-/// Salvage `file`: every session (or only `select`), each re-encoded on its own, and the report
-/// of what the input held.
+/// Salvage `file`: every session (or only `select`), each re-encoded on its own and held in
+/// memory, and the report of what the input held.
 pub fn salvage(path: &str, file: &[u8], select: Option<usize>) -> (FileReport, Vec<SalvagedBytes>) {
-    salvage_noting(path, file, select, &AtomicU64::new(0))
+    let mut held: Vec<(usize, Vec<u8>)> = Vec::new();
+    let (report, sessions) = salvage_into(path, file, select, &AtomicU64::new(0), &mut held)
+        .expect("writing to memory cannot fail");
+    let bytes = held.into_iter().map(|(_, bytes)| bytes);
+    let salvaged = sessions
+        .into_iter()
+        .zip(bytes)
+        .map(|(summary, bytes)| SalvagedBytes { summary, bytes })
+        .collect();
+    (report, salvaged)
 }
 
-/// [`salvage`], storing in `reached` the input offset decoding has reached as it goes.
-pub fn salvage_noting(
+/// Salvage `file` into `output` as it decodes: every session (or only `select`), each re-encoded
+/// on its own; the report of what the input held, and what was written of each session (its
+/// `output_start` is 0, its `output_end` its length). The input offset decoding has reached goes
+/// to `reached` as it goes. Stops writing at the output's first error, and returns it.
+pub fn salvage_into(
     path: &str,
     file: &[u8],
     select: Option<usize>,
     reached: &AtomicU64,
-) -> (FileReport, Vec<SalvagedBytes>) {
+    output: &mut dyn Output,
+) -> io::Result<(FileReport, Vec<SalvagedSession>)> {
     let mut sink = Reencoder {
         writer: None,
         expected_iteration: None,
@@ -396,6 +465,8 @@ pub fn salvage_noting(
         last_input_end: None,
         anchors: Vec::new(),
         done: Vec::new(),
+        output,
+        error: None,
         select,
         text_mode: None,
         reached,
@@ -408,12 +479,15 @@ pub fn salvage_noting(
         &mut sink,
     );
     sink.finish();
-    let done = sink
+    if let Some(e) = sink.error {
+        return Err(e);
+    }
+    let sessions = sink
         .done
         .into_iter()
-        .map(|(mut salvaged, anchors)| {
-            let session = &report.sessions[salvaged.summary.index - 1];
-            salvaged.summary.dropped = session
+        .map(|(mut summary, anchors)| {
+            let session = &report.sessions[summary.index - 1];
+            summary.dropped = session
                 .corrupt_spans
                 .iter()
                 .map(|span| DroppedSpan {
@@ -423,13 +497,13 @@ pub fn salvage_noting(
                     output_offset: anchors
                         .iter()
                         .find(|&&(input, _)| input >= span.end)
-                        .map_or(salvaged.bytes.len() as u64, |&(_, output)| output),
+                        .map_or(summary.output_end, |&(_, output)| output),
                 })
                 .collect();
-            salvaged
+            summary
         })
         .collect();
-    (report, done)
+    Ok((report, sessions))
 }
 
 /// A stretch of the input carried into a file whose headers were borrowed.

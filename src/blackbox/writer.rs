@@ -9,7 +9,10 @@ use super::predictor::Context;
 /// Writes one session: header lines, then frames.
 pub struct SessionWriter {
     header: Header,
+    /// Bytes written and not yet taken by [`SessionWriter::take`].
     out: Vec<u8>,
+    /// Bytes taken so far.
+    taken: u64,
     previous: Option<Vec<i64>>,
     previous2: Option<Vec<i64>>,
     last_iteration: Option<u32>,
@@ -35,6 +38,7 @@ impl SessionWriter {
         SessionWriter {
             header,
             out,
+            taken: 0,
             previous: None,
             previous2: None,
             last_iteration: None,
@@ -128,12 +132,32 @@ impl SessionWriter {
         self.out.extend_from_slice(bytes);
     }
 
-    /// The session's bytes so far.
+    /// The session's bytes written since the last [`SessionWriter::take`] (all of them when
+    /// nothing was taken).
     pub fn bytes(&self) -> &[u8] {
         &self.out
     }
 
-    /// The finished session.
+    /// How many bytes the session holds so far, taken or not.
+    pub fn len(&self) -> u64 {
+        self.taken + self.out.len() as u64
+    }
+
+    /// Whether nothing was written (never: a session starts with its header).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Hand the bytes written since the last call to `to`, and forget them: a long session is
+    /// written out as it goes instead of held whole.
+    pub fn take<E>(&mut self, to: impl FnOnce(&[u8]) -> Result<(), E>) -> Result<(), E> {
+        let result = to(&self.out);
+        self.taken += self.out.len() as u64;
+        self.out.clear();
+        result
+    }
+
+    /// The finished session: the bytes not yet taken.
     pub fn finish(self) -> Vec<u8> {
         self.out
     }

@@ -1,11 +1,10 @@
 //! `bbcheck salvage`: write the trusted frames of a damaged log as a clean log.
 
-use super::output::AtomicFile;
+use super::output::{AtomicFile, ClosedFile};
 use super::{Detected, EXIT_CLEAN, EXIT_DAMAGED, Error, LogFormat, detect, input, terminal};
 use crate::blackbox::{self, salvage::SalvagedSession};
 use crate::dataflash;
 use crate::report::CorruptSpan;
-use indicatif::ProgressBar;
 use serde::Serialize;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -83,6 +82,62 @@ fn push_json(out: &mut String, value: &impl Serialize) -> Result<(), Error> {
     Ok(())
 }
 
+/// The files a Blackbox salvage writes as the sessions arrive: the output, or with `--split` one
+/// file per session. None is moved into place before every one is complete.
+struct Files<'a> {
+    args: &'a Args,
+    /// The file being written, and the session it received last.
+    open: Option<(AtomicFile, usize)>,
+    /// Files complete, waiting to be moved into place.
+    closed: Vec<ClosedFile>,
+    /// What stopped the writing, with the file it concerns.
+    failed: Option<Error>,
+}
+
+impl Files<'_> {
+    /// Start the file of session `index` (with `--split`), closing the one before.
+    fn start(&mut self, index: usize) -> Result<(), Error> {
+        if let Some((file, _)) = self.open.take() {
+            self.closed.push(file.close()?);
+        }
+        let path = split_name(&self.args.output, index);
+        refuse_input(&path, &self.args.input)?;
+        self.open = Some((AtomicFile::create(&path)?, index));
+        Ok(())
+    }
+
+    /// Move every file into place.
+    fn commit(mut self) -> Result<(), Error> {
+        if let Some((file, _)) = self.open.take() {
+            self.closed.push(file.close()?);
+        }
+        for file in self.closed.drain(..) {
+            file.commit()?;
+        }
+        Ok(())
+    }
+}
+
+impl blackbox::salvage::Output for Files<'_> {
+    fn write(&mut self, session: usize, bytes: &[u8]) -> io::Result<()> {
+        if self.failed.is_some() {
+            return Err(io::Error::other("writing stopped"));
+        }
+        let switch = self.args.split && self.open.as_ref().is_none_or(|(_, s)| *s != session);
+        let written = if switch { self.start(session) } else { Ok(()) }.and_then(|()| {
+            let (file, index) = self.open.as_mut().expect("opened above");
+            *index = session;
+            file.write_all(bytes)
+                .map_err(|e| Error::io(file.path(), e))
+        });
+        written.map_err(|e| {
+            let message = e.to_string();
+            self.failed = Some(e);
+            io::Error::other(message)
+        })
+    }
+}
+
 fn split_name(output: &Path, index: usize) -> PathBuf {
     let stem = output
         .file_stem()
@@ -129,28 +184,27 @@ pub fn run(args: &Args) -> Result<u8, Error> {
         (chosen, _, _) => chosen,
     };
     let detected = detect(&args.input, &data, format)?;
-    // The input's mapped pages are released as the work goes by (the output is held whole); what
-    // is printed waits for the progress bar to be gone.
+    // The output is written as the work goes by and the input's mapped pages are released behind
+    // it; what is printed waits for the progress bar to be gone.
     let reached = AtomicU64::new(0);
     let mut printed = String::new();
-    let code = match detected {
-        Detected::Dataflash => input::bounded(&data, &reached, &ProgressBar::hidden(), || {
-            run_dataflash(args, &data, &mut printed)
-        }),
-        Detected::Blackbox => {
-            let bar = input::progress_bar(data.len() as u64);
-            input::bounded(&data, &reached, &bar, || {
-                run_blackbox(args, &data, &reached, &mut printed)
-            })
-        }
-    }?;
+    let bar = input::progress_bar(data.len() as u64);
+    let code = input::bounded(&data, &reached, &bar, || match detected {
+        Detected::Dataflash => run_dataflash(args, &data, &reached, &mut printed),
+        Detected::Blackbox => run_blackbox(args, &data, &reached, &mut printed),
+    })?;
     io::stdout()
         .write_all(printed.as_bytes())
         .map_err(|e| Error::io(Path::new("<stdout>"), e))?;
     Ok(code)
 }
 
-fn run_dataflash(args: &Args, input: &[u8], out: &mut String) -> Result<u8, Error> {
+fn run_dataflash(
+    args: &Args,
+    input: &[u8],
+    reached: &AtomicU64,
+    out: &mut String,
+) -> Result<u8, Error> {
     let usage = |what: &str| {
         Error::Usage(format!(
             "{}: {what} applies to Blackbox logs; a DataFlash log is salvaged whole",
@@ -172,14 +226,13 @@ fn run_dataflash(args: &Args, input: &[u8], out: &mut String) -> Result<u8, Erro
     };
     refuse_input(&args.output, &args.input)?;
     let name = input::name(&args.input);
-    let (report, salvaged) = dataflash::salvage::salvage(&name, input, formats);
     let mut file = AtomicFile::create(&args.output)?;
-    file.writer()
-        .write_all(&salvaged.bytes)
-        .map_err(|e| Error::io(&args.output, e))?;
+    let (report, summary) =
+        dataflash::salvage::salvage_into(&name, input, formats, reached, file.writer())
+            .map_err(|e| Error::io(&args.output, e))?;
     file.commit()?;
     if !args.json && !terminal::quiet() {
-        let s = &salvaged.summary;
+        let s = &summary;
         let dropped = s.dropped.iter().map(|d| d.input_end - d.input_start);
         let mut line = format!(
             "wrote {}: {} messages{}",
@@ -197,7 +250,7 @@ fn run_dataflash(args: &Args, input: &[u8], out: &mut String) -> Result<u8, Erro
         let summary = DataflashSummary {
             input: name,
             output: args.output.display().to_string(),
-            salvaged: &salvaged.summary,
+            salvaged: &summary,
         };
         push_json(out, &summary)?;
     }
@@ -243,12 +296,26 @@ fn run_blackbox(
     };
     let data = borrowed.as_ref().map_or(input, |b| &b.bytes[..]);
     let to_input = |offset: u64| borrowed.as_ref().map_or(offset, |b| b.input_offset(offset));
-    let (mut report, mut sessions) =
-        blackbox::salvage::salvage_noting(&name, data, args.session, reached);
+    let mut files = Files {
+        args,
+        open: None,
+        closed: Vec::new(),
+        failed: None,
+    };
+    if !args.split {
+        refuse_input(&args.output, &args.input)?;
+        files.open = Some((AtomicFile::create(&args.output)?, 0));
+    }
+    let salvaged = blackbox::salvage::salvage_into(&name, data, args.session, reached, &mut files);
+    let (mut report, mut sessions) = match (salvaged, files.failed.take()) {
+        (_, Some(e)) => return Err(e),
+        (Err(e), None) => return Err(Error::io(&args.output, e)),
+        (Ok(done), None) => done,
+    };
     for s in &mut sessions {
-        s.summary.input_start = to_input(s.summary.input_start);
-        s.summary.input_end = to_input(s.summary.input_end);
-        for d in &mut s.summary.dropped {
+        s.input_start = to_input(s.input_start);
+        s.input_end = to_input(s.input_end);
+        for d in &mut s.dropped {
             d.input_start = to_input(d.input_start);
             d.input_end = to_input(d.input_end);
         }
@@ -266,43 +333,37 @@ fn run_blackbox(
             report.sessions.len()
         )));
     }
-    // Group the sessions into output files.
-    let mut files: Vec<(PathBuf, Vec<_>)> = Vec::new();
-    if args.split {
-        for s in sessions {
-            files.push((split_name(&args.output, s.summary.index), vec![s]));
+    // Where each session landed: its own file with --split, otherwise one after the other.
+    let mut outputs: Vec<Output> = Vec::new();
+    let mut offset = 0;
+    for mut summary in sessions {
+        if args.split || outputs.is_empty() {
+            let path = match args.split {
+                true => split_name(&args.output, summary.index),
+                false => args.output.clone(),
+            };
+            outputs.push(Output {
+                path: path.display().to_string(),
+                sessions: Vec::new(),
+            });
+            offset = 0;
         }
-    } else {
-        files.push((args.output.clone(), sessions));
+        summary.output_start = offset;
+        summary.output_end += offset;
+        offset = summary.output_end;
+        outputs
+            .last_mut()
+            .expect("pushed above")
+            .sessions
+            .push(summary);
     }
-    for (path, _) in &files {
-        refuse_input(path, &args.input)?;
-    }
-    let mut pending = Vec::new();
-    let mut outputs = Vec::new();
-    for (path, sessions) in files {
-        let mut file = AtomicFile::create(&path)?;
-        let mut offset = 0u64;
-        let mut summaries = Vec::new();
-        for s in sessions {
-            file.writer()
-                .write_all(&s.bytes)
-                .map_err(|e| Error::io(&path, e))?;
-            let mut summary = s.summary;
-            summary.output_start = offset;
-            summary.output_end = offset + s.bytes.len() as u64;
-            offset = summary.output_end;
-            summaries.push(summary);
-        }
-        pending.push(file);
+    if !args.split && outputs.is_empty() {
         outputs.push(Output {
-            path: path.display().to_string(),
-            sessions: summaries,
+            path: args.output.display().to_string(),
+            sessions: Vec::new(),
         });
     }
-    for file in pending {
-        file.commit()?;
-    }
+    files.commit()?;
     if !args.json && !terminal::quiet() {
         for output in &outputs {
             let main: u64 = output.sessions.iter().map(|s| s.kept.i + s.kept.p).sum();

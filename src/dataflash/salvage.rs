@@ -17,6 +17,8 @@ use super::reader::{Rules, Sink, scan_with};
 use super::report::{DataflashReport, Observer, build};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::{self, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// What a salvaged log holds and what was left out.
 #[derive(Debug, Clone, Serialize)]
@@ -69,8 +71,16 @@ impl Declared {
 }
 
 /// Writes accepted messages, declaring each type before its first message.
-struct Writer {
+struct Writer<'a> {
+    /// Bytes written and not yet passed to `to`.
     out: Vec<u8>,
+    /// Bytes passed to `to` so far.
+    taken: u64,
+    to: &'a mut dyn Write,
+    /// The first error `to` gave; nothing more is passed to it after that.
+    error: Option<io::Error>,
+    /// The input offset the scan has reached.
+    reached: &'a AtomicU64,
     /// What the output has declared for each type byte.
     declared: Vec<Option<Declared>>,
     /// The FMT layout the output is read with at this point.
@@ -146,13 +156,21 @@ fn build_message<'a>(
     (Some(out.len()) == format.message_len()).then_some(out)
 }
 
-impl Writer {
-    fn new(formats: &Formats) -> Writer {
+/// Bytes are passed on in pieces of about this size, so that memory holds one piece of the output
+/// rather than the whole of it.
+const PIECE: usize = 1 << 16;
+
+impl<'a> Writer<'a> {
+    fn new(formats: &Formats, to: &'a mut dyn Write, reached: &'a AtomicU64) -> Writer<'a> {
         let mut declared = vec![None; 256];
         let fmt = Format::fmt();
         declared[usize::from(FMT_TYPE)] = Some(Declared::of(&fmt));
         Writer {
             out: Vec::new(),
+            taken: 0,
+            to,
+            error: None,
+            reached,
             declared,
             fmt_layout: fmt,
             input_end: None,
@@ -169,6 +187,25 @@ impl Writer {
             fmtu_declared: BTreeSet::new(),
             last_time: 0,
         }
+    }
+
+    /// How many bytes the output holds so far.
+    fn len(&self) -> u64 {
+        self.taken + self.out.len() as u64
+    }
+
+    /// Pass the bytes held on once they make a piece, or whatever is held when `all`.
+    fn pass_on(&mut self, all: bool) {
+        if !all && self.out.len() < PIECE {
+            return;
+        }
+        if self.error.is_none()
+            && let Err(e) = self.to.write_all(&self.out)
+        {
+            self.error = Some(e);
+        }
+        self.taken += self.out.len() as u64;
+        self.out.clear();
     }
 
     /// Declare `format` (its FMT from the table) unless the output already declares it the same
@@ -360,7 +397,7 @@ fn put_integer(out: &mut Vec<u8>, field: FieldType, value: i128) -> Option<()> {
     Some(())
 }
 
-impl Sink for Writer {
+impl Sink for Writer<'_> {
     fn message(&mut self, message: &Message<'_>) {
         let format = message.format;
         let added = self.summary.formats_added.len();
@@ -371,8 +408,9 @@ impl Sink for Writer {
         if self.summary.formats_added.len() > added {
             self.declare_units(format);
         }
+        self.reached.store(message.offset, Ordering::Relaxed);
         if self.input_end != Some(message.offset) {
-            self.anchors.push((message.offset, self.out.len() as u64));
+            self.anchors.push((message.offset, self.len()));
         }
         self.input_end = Some(message.offset + message.bytes.len() as u64);
         self.out.extend_from_slice(message.bytes);
@@ -385,13 +423,30 @@ impl Sink for Writer {
             Role::Unit | Role::Mult | Role::Fmtu => self.note_units(message),
             _ => {}
         }
+        self.pass_on(false);
     }
 }
 
-/// Salvage `data`: its trusted messages as a clean log, and the report of what the input held.
-/// `formats` is the table the scan starts from: FMT alone, or definitions borrowed from a donor.
+/// Salvage `data`: its trusted messages as a clean log held in memory, and the report of what the
+/// input held. `formats` is the table the scan starts from: FMT alone, or definitions borrowed
+/// from a donor.
 pub fn salvage(path: &str, data: &[u8], formats: Formats) -> (DataflashReport, Salvaged) {
-    let mut writer = Writer::new(&formats);
+    let mut bytes = Vec::new();
+    let (report, summary) = salvage_into(path, data, formats, &AtomicU64::new(0), &mut bytes)
+        .expect("writing to memory cannot fail");
+    (report, Salvaged { summary, bytes })
+}
+
+/// [`salvage`], writing the clean log to `to` as the scan goes, and noting in `reached` the input
+/// offset it has reached. Stops writing at the first error of `to`, and returns it.
+pub fn salvage_into(
+    path: &str,
+    data: &[u8],
+    formats: Formats,
+    reached: &AtomicU64,
+    to: &mut dyn Write,
+) -> io::Result<(DataflashReport, SalvageSummary)> {
+    let mut writer = Writer::new(&formats, to, reached);
     let mut observer = Observer::default();
     let scan = scan_with(
         data,
@@ -400,7 +455,11 @@ pub fn salvage(path: &str, data: &[u8], formats: Formats) -> (DataflashReport, S
         &mut (&mut observer, &mut writer),
     );
     let report = build(path, data, scan, observer);
-    let end = writer.out.len() as u64;
+    writer.pass_on(true);
+    if let Some(e) = writer.error {
+        return Err(e);
+    }
+    let end = writer.len();
     let mut summary = writer.summary;
     summary.dropped = report
         .file
@@ -417,13 +476,7 @@ pub fn salvage(path: &str, data: &[u8], formats: Formats) -> (DataflashReport, S
                 .map_or(end, |&(_, output)| output),
         })
         .collect();
-    (
-        report,
-        Salvaged {
-            summary,
-            bytes: writer.out,
-        },
-    )
+    Ok((report, summary))
 }
 
 /// The format table a donor log defines by its end, to start a scan from with `--fmt-from`.
@@ -465,6 +518,46 @@ mod tests {
             log.extend(message(0x41, &(t as u32).to_le_bytes()));
         }
         log
+    }
+
+    /// A writer that records the size of every write.
+    #[derive(Default)]
+    struct Pieces {
+        bytes: Vec<u8>,
+        largest: usize,
+        count: usize,
+    }
+
+    impl Write for Pieces {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.bytes.extend_from_slice(buf);
+            self.largest = self.largest.max(buf.len());
+            self.count += 1;
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_long_log_is_written_out_as_it_goes() {
+        let data = super::super::synth::flight(3, 900);
+        assert!(data.len() > 2 << 20, "{} bytes", data.len());
+        let mut pieces = Pieces::default();
+        let reached = AtomicU64::new(0);
+        let (report, summary) =
+            salvage_into("t", &data, Formats::new(), &reached, &mut pieces).unwrap();
+        assert!(report.file.is_clean());
+        assert_eq!(pieces.bytes, data);
+        assert_eq!(summary.messages_kept, report.dataflash.messages);
+        assert!(pieces.count > 16, "{} writes", pieces.count);
+        assert!(
+            pieces.largest <= 2 * PIECE,
+            "a write of {} bytes",
+            pieces.largest
+        );
+        assert!(reached.load(Ordering::Relaxed) as usize > data.len() - 1024);
     }
 
     #[test]
