@@ -127,8 +127,7 @@ impl blackbox::salvage::Output for Files<'_> {
         let written = if switch { self.start(session) } else { Ok(()) }.and_then(|()| {
             let (file, index) = self.open.as_mut().expect("opened above");
             *index = session;
-            file.write_all(bytes)
-                .map_err(|e| Error::io(file.path(), e))
+            file.write_all(bytes).map_err(|e| Error::io(file.path(), e))
         });
         written.map_err(|e| {
             let message = e.to_string();

@@ -784,6 +784,31 @@ mod tests {
         (sink.0, scan)
     }
 
+    #[test]
+    fn sessions_alternating_between_two_logs_keep_two_format_tables() {
+        let log = |name: &str| {
+            let mut log = fmt(0x80, 89, "FMT", "BBnNZ", "Type,Length,Name,Format,Columns");
+            log.extend(fmt(0x40, 11, name, "Q", "TimeUS"));
+            for t in 0..4u64 {
+                log.extend(message(0x40, &(1000 + t).to_le_bytes()));
+            }
+            log
+        };
+        let (a, b) = (log("AAA"), log("BBB"));
+        let file: Vec<u8> = [&a, &b, &a, &b, &a, &b]
+            .into_iter()
+            .flatten()
+            .copied()
+            .collect();
+        let (_, scan) = accepted(&file);
+        let tables = &scan.session_formats;
+        assert_eq!(tables.len(), 6);
+        for (i, table) in tables.iter().enumerate() {
+            assert!(Rc::ptr_eq(table, &tables[i % 2]), "session {}", i + 1);
+        }
+        assert!(!Rc::ptr_eq(&tables[0], &tables[1]));
+    }
+
     /// A log of `TST` messages (64-bit TimeUS, or 32-bit when `narrow`) at the given times.
     fn timed(times: &[u64], narrow: bool) -> Vec<u8> {
         let mut log = if narrow {
