@@ -706,7 +706,9 @@ impl LogModel {
         lines.extend([
             ("minthrottle".into(), minthrottle.to_string()),
             ("vbatref".into(), vbatref.to_string()),
-            ("motorOutput".into(), format!("{motor_min},2047")),
+            // The low end alone: with a highest output, motor values beyond twice it are damage,
+            // and the model's motor[0] takes any value its encoding holds.
+            ("motorOutput".into(), motor_min.to_string()),
         ]);
 
         // Main fields: loopIteration and time as every firmware writes them, then free fields.

@@ -26,6 +26,9 @@ pub enum DamageReason {
     ImplausibleIteration,
     /// A main frame's time moved backwards or jumped too far.
     ImplausibleTime,
+    /// A main frame holds a value its field cannot take: a motor output beyond twice the highest
+    /// output the header declares.
+    ImplausibleValue,
     /// A P frame whose prediction history was lost, or a GPS frame after damage that could have
     /// taken the main frame its time is predicted from.
     StalePFrame,
@@ -62,6 +65,7 @@ impl DamageReason {
             DamageReason::BadEncoding => "bad-encoding",
             DamageReason::ImplausibleIteration => "implausible-iteration",
             DamageReason::ImplausibleTime => "implausible-time",
+            DamageReason::ImplausibleValue => "implausible-value",
             DamageReason::StalePFrame => "stale-p-frame",
             DamageReason::NoGpsHome => "no-gps-home",
             DamageReason::UnknownEvent => "unknown-event",

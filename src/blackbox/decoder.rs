@@ -213,6 +213,34 @@ impl GpsFix {
     }
 }
 
+/// The main fields holding motor outputs (`motor[N]`) and the largest value they can take: twice
+/// the highest output the header declares (`motorOutput`'s high end, or `maxthrottle`), either
+/// way. Real logs stay within one of that end; a value further out (a byte dropped or inserted
+/// inside the frame, read in step) is damage. No limit, and no field, when the header declares no such end.
+fn motor_range(header: &Header) -> (Vec<usize>, i64) {
+    let highest = header
+        .get("motorOutput")
+        .and_then(|v| v.split(',').nth(1))
+        .or_else(|| header.get("maxthrottle"))
+        .and_then(|v| v.trim().parse::<i64>().ok())
+        .filter(|&h| (1..=1 << 20).contains(&h));
+    let (Some(highest), Some(def)) = (highest, header.i.as_ref()) else {
+        return (Vec::new(), i64::MAX);
+    };
+    let fields = def
+        .names
+        .iter()
+        .enumerate()
+        .filter(|(_, name)| {
+            name.strip_prefix("motor[")
+                .and_then(|rest| rest.strip_suffix(']'))
+                .is_some_and(|n| n.parse::<u8>().is_ok())
+        })
+        .map(|(i, _)| i)
+        .collect();
+    (fields, 2 * highest)
+}
+
 /// Decodes one session.
 pub struct SessionDecoder<'a> {
     file: &'a [u8],
@@ -264,6 +292,10 @@ pub struct SessionDecoder<'a> {
     /// The last main frame before the group's I frame, when the I frame followed it in step: what
     /// the group's line feeds are judged from.
     before_line_feeds: Vec<i64>,
+    /// Main fields holding motor outputs, and the largest value they can take (empty when the
+    /// header declares no highest output).
+    motor_fields: Vec<usize>,
+    motor_limit: i64,
     /// Main fields whose I-frame values are variable-byte codes (where a dropped byte shifts one
     /// value and leaves the frame in step), other than iteration and time.
     offset_fields: Vec<bool>,
@@ -332,6 +364,7 @@ impl<'a> SessionDecoder<'a> {
                 })
                 .collect()
         });
+        let (motor_fields, motor_limit) = motor_range(header);
         SessionDecoder {
             file,
             header,
@@ -368,6 +401,8 @@ impl<'a> SessionDecoder<'a> {
             before_scale: Vec::new(),
             before_line_feeds: Vec::new(),
             offset_fields,
+            motor_fields,
+            motor_limit,
             ledger: Ledger::new(report, layout, data_start),
         }
     }
@@ -716,8 +751,20 @@ impl<'a> SessionDecoder<'a> {
         )
     }
 
+    /// Whether the main frame just decoded holds values its fields can take (always, for the
+    /// reference rules).
+    fn values_possible(&self) -> bool {
+        let values = &self.history.bufs[self.history.cur];
+        self.validation == Validation::Reference
+            || self
+                .motor_fields
+                .iter()
+                .all(|&i| values[i].unsigned_abs() <= self.motor_limit.unsigned_abs())
+    }
+
     fn complete_intra(&mut self, start: usize, end: usize, sink: &mut impl Sink) {
         let (iteration, time) = self.main_values();
+        let possible = self.values_possible();
         self.history.push_intra();
         let plausible = match (self.last_iteration, self.last_time) {
             (Some(li), _) if iteration.wrapping_sub(li) >= MAX_ITERATION_JUMP => {
@@ -736,6 +783,9 @@ impl<'a> SessionDecoder<'a> {
             }
             (Validation::Thorough, _) if !self.timing_consistent(iteration, time) => {
                 return self.reject(DamageReason::ImplausibleTime);
+            }
+            (Validation::Thorough, _) if !possible => {
+                return self.reject(DamageReason::ImplausibleValue);
             }
             (Validation::Thorough, Ok(())) => false,
             // After damage, an I frame on the schedule whose time advanced as its iterations say
@@ -827,6 +877,7 @@ impl<'a> SessionDecoder<'a> {
             {
                 Some(DamageReason::ImplausibleTime)
             }
+            _ if !self.values_possible() => Some(DamageReason::ImplausibleValue),
             _ => None,
         };
         if let Some(reason) = implausible {

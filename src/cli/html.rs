@@ -491,13 +491,14 @@ pub fn escape(text: &str) -> String {
 }
 
 /// Every reason, in the order the legend lists them, with its colour.
-const REASONS: [(DamageReason, &str); 14] = [
+const REASONS: [(DamageReason, &str); 15] = [
     (DamageReason::Garbage, "#d62728"),
     (DamageReason::FrameRejectedNextByte, "#ff7f0e"),
     (DamageReason::FrameTooLong, "#8c564b"),
     (DamageReason::BadEncoding, "#e377c2"),
     (DamageReason::ImplausibleIteration, "#9467bd"),
     (DamageReason::ImplausibleTime, "#b8a000"),
+    (DamageReason::ImplausibleValue, "#bcbd22"),
     (DamageReason::StalePFrame, "#17becf"),
     (DamageReason::NoGpsHome, "#393b79"),
     (DamageReason::UnknownEvent, "#ad494a"),

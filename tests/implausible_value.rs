@@ -1,0 +1,102 @@
+//! A main frame holding a motor output its field cannot take (what a byte dropped or inserted
+//! inside the frame leaves when the frame still reads in step) is refused, and so are the P frames
+//! predicted from it.
+
+mod common;
+
+use bbcheck::blackbox::frame::FrameKind;
+use bbcheck::blackbox::writer::SessionWriter;
+use bbcheck::fuzzing::{Collect, Record};
+use bbcheck::report::{DamageReason, FileReport};
+
+fn decode(data: &[u8]) -> (Collect, FileReport) {
+    let mut records = Collect::default();
+    let report = bbcheck::blackbox::decode("t", data, |_, _| {}, &mut records);
+    (records, report)
+}
+
+/// The demo log's first session with the header lines given (`motorOutput` replaced), re-written
+/// with `motor[0]` of its `nth` main frame (a P frame) set to `value`; also where that frame is.
+fn rewrite(motor_output: &str, nth: usize, value: i64) -> (Vec<u8>, usize) {
+    let data = std::fs::read(common::own_corpus().join("generated/demo.bbl")).unwrap();
+    let (records, report) = decode(&data);
+    assert!(report.is_clean(), "the demo log is clean");
+    let session = &report.sessions[0];
+    let header = String::from_utf8_lossy(&data[..session.data_start as usize]).replace(
+        "H motorOutput:158,2047\n",
+        &format!("H motorOutput:{motor_output}\n"),
+    );
+    let mut writer = SessionWriter::from_header_bytes(header.as_bytes());
+    let motor = writer
+        .header()
+        .i
+        .as_ref()
+        .unwrap()
+        .index_of("motor[0]")
+        .unwrap();
+    let (mut mains, mut at) = (0, 0);
+    for record in &records.0 {
+        match record {
+            Record::Frame(kind @ (FrameKind::I | FrameKind::P), values) => {
+                let mut values = values.clone();
+                if mains == nth {
+                    assert_eq!(*kind, FrameKind::P);
+                    values[motor] = value;
+                    at = writer.bytes().len();
+                }
+                writer.main(*kind, &values);
+                mains += 1;
+            }
+            Record::Frame(kind, values) => writer.other(*kind, values),
+            Record::Event(event) => writer.event(event),
+        }
+        if writer.bytes().len() as u64 >= session.end {
+            break;
+        }
+    }
+    (writer.finish(), at)
+}
+
+#[test]
+fn a_motor_output_beyond_twice_the_highest_is_refused_with_its_p_frames() {
+    // Main frame 41 of the demo log is a P frame inside its group.
+    let (within, _) = rewrite("158,2047", 41, 4094);
+    let (_, report) = decode(&within);
+    assert!(report.is_clean(), "{:?}", report.corrupt_spans);
+
+    let (beyond, at) = rewrite("158,2047", 41, 4095);
+    let (records, report) = decode(&beyond);
+    let span = &report.corrupt_spans[0];
+    assert_eq!(span.reason, DamageReason::ImplausibleValue);
+    assert_eq!(span.start, at as u64, "the span starts at the frame");
+    // The rest of the group is predicted from it: refused up to the next I frame.
+    let (clean, _) = decode(&within);
+    let mains: Vec<FrameKind> = clean
+        .0
+        .iter()
+        .filter_map(|r| match r {
+            Record::Frame(kind @ (FrameKind::I | FrameKind::P), _) => Some(*kind),
+            _ => None,
+        })
+        .collect();
+    let rest_of_group = mains[41..]
+        .iter()
+        .take_while(|&&k| k == FrameKind::P)
+        .count();
+    assert!(rest_of_group > 1);
+    assert_eq!(span.frames_lost, rest_of_group as u64, "{span:?}");
+    assert_eq!(report.corrupt_spans.len(), 1, "{:?}", report.corrupt_spans);
+    let motor = |values: &Vec<i64>| values[values.len() - 4];
+    assert!(
+        records.0.iter().all(|r| match r {
+            Record::Frame(FrameKind::I | FrameKind::P, values) => motor(values) <= 2047,
+            _ => true,
+        }),
+        "no frame with the value is accepted"
+    );
+
+    // A header that declares no highest output bounds nothing.
+    let (no_highest, _) = rewrite("158", 41, 4095);
+    let (_, report) = decode(&no_highest);
+    assert!(report.is_clean(), "{:?}", report.corrupt_spans);
+}
