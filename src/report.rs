@@ -26,8 +26,8 @@ pub enum DamageReason {
     ImplausibleIteration,
     /// A main frame's time moved backwards or jumped too far.
     ImplausibleTime,
-    /// A main frame holds a value its field cannot take: a motor output beyond twice the highest
-    /// output the header declares.
+    /// A main frame holds a value its field cannot take: a motor output, throttle or battery
+    /// voltage beyond the bounds the header implies.
     ImplausibleValue,
     /// A P frame whose prediction history was lost, or a GPS frame after damage that could have
     /// taken the main frame its time is predicted from.

@@ -1,4 +1,4 @@
-//! A main frame holding a motor output its field cannot take (what a byte dropped or inserted
+//! A main frame holding a motor output, throttle or battery voltage its field cannot take (what a byte dropped or inserted
 //! inside the frame leaves when the frame still reads in step) is refused, and so are the P frames
 //! predicted from it.
 
@@ -15,25 +15,27 @@ fn decode(data: &[u8]) -> (Collect, FileReport) {
     (records, report)
 }
 
-/// The demo log's first session with the header lines given (`motorOutput` replaced), re-written
-/// with `motor[0]` of its `nth` main frame (a P frame) set to `value`; also where that frame is.
-fn rewrite(motor_output: &str, nth: usize, value: i64) -> (Vec<u8>, usize) {
+/// The demo log's first session with `motorOutput` replaced (and `maxthrottle` added when given),
+/// re-written with `field` of its `nth` main frame (a P frame) set to `value`; also where that
+/// frame is.
+fn rewrite_field(
+    motor_output: &str,
+    max_throttle: Option<u32>,
+    field: &str,
+    nth: usize,
+    value: i64,
+) -> (Vec<u8>, usize) {
     let data = std::fs::read(common::own_corpus().join("generated/demo.bbl")).unwrap();
     let (records, report) = decode(&data);
     assert!(report.is_clean(), "the demo log is clean");
     let session = &report.sessions[0];
+    let throttle = max_throttle.map_or(String::new(), |t| format!("H maxthrottle:{t}\n"));
     let header = String::from_utf8_lossy(&data[..session.data_start as usize]).replace(
         "H motorOutput:158,2047\n",
-        &format!("H motorOutput:{motor_output}\n"),
+        &format!("H motorOutput:{motor_output}\n{throttle}"),
     );
     let mut writer = SessionWriter::from_header_bytes(header.as_bytes());
-    let motor = writer
-        .header()
-        .i
-        .as_ref()
-        .unwrap()
-        .index_of("motor[0]")
-        .unwrap();
+    let index = writer.header().i.as_ref().unwrap().index_of(field).unwrap();
     let (mut mains, mut at) = (0, 0);
     for record in &records.0 {
         match record {
@@ -41,7 +43,7 @@ fn rewrite(motor_output: &str, nth: usize, value: i64) -> (Vec<u8>, usize) {
                 let mut values = values.clone();
                 if mains == nth {
                     assert_eq!(*kind, FrameKind::P);
-                    values[motor] = value;
+                    values[index] = value;
                     at = writer.bytes().len();
                 }
                 writer.main(*kind, &values);
@@ -55,6 +57,37 @@ fn rewrite(motor_output: &str, nth: usize, value: i64) -> (Vec<u8>, usize) {
         }
     }
     (writer.finish(), at)
+}
+
+fn rewrite(motor_output: &str, nth: usize, value: i64) -> (Vec<u8>, usize) {
+    rewrite_field(motor_output, None, "motor[0]", nth, value)
+}
+
+/// The reason of the one corrupt span of `data` and where it starts.
+fn only_span(data: &[u8]) -> Option<(DamageReason, u64)> {
+    let (_, report) = decode(data);
+    match report.corrupt_spans.as_slice() {
+        [] => None,
+        [span] => Some((span.reason, span.start)),
+        spans => panic!("{spans:?}"),
+    }
+}
+
+#[test]
+fn throttle_and_battery_voltage_have_bounds_too() {
+    let implausible = |at: usize| Some((DamageReason::ImplausibleValue, at as u64));
+    // Throttle: twice `maxthrottle`, when the header declares it.
+    let (data, _) = rewrite_field("158,2047", Some(2000), "rcCommand[3]", 41, 4000);
+    assert_eq!(only_span(&data), None);
+    let (data, at) = rewrite_field("158,2047", Some(2000), "rcCommand[3]", 41, 4001);
+    assert_eq!(only_span(&data), implausible(at));
+    let (data, _) = rewrite_field("158,2047", None, "rcCommand[3]", 41, 4001);
+    assert_eq!(only_span(&data), None);
+    // Battery voltage: 16 bits in every firmware.
+    let (data, _) = rewrite_field("158,2047", None, "vbatLatest", 41, 65535);
+    assert_eq!(only_span(&data), None);
+    let (data, at) = rewrite_field("158,2047", None, "vbatLatest", 41, 65536);
+    assert_eq!(only_span(&data), implausible(at));
 }
 
 #[test]

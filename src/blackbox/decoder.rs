@@ -213,32 +213,50 @@ impl GpsFix {
     }
 }
 
-/// The main fields holding motor outputs (`motor[N]`) and the largest value they can take: twice
-/// the highest output the header declares (`motorOutput`'s high end, or `maxthrottle`), either
-/// way. Real logs stay within one of that end; a value further out (a byte dropped or inserted
-/// inside the frame, read in step) is damage. No limit, and no field, when the header declares no such end.
-fn motor_range(header: &Header) -> (Vec<usize>, i64) {
-    let highest = header
+/// The main fields whose values the header bounds, each with the largest size it can take either
+/// way. Real logs stay well inside; a value further out (a byte dropped or inserted inside the
+/// frame, read in step) is damage.
+///
+/// - motor outputs (`motor[N]`): twice the highest output the header declares (`motorOutput`'s
+///   high end, or `maxthrottle`);
+/// - throttle (`rcCommand[3]`): twice `maxthrottle`;
+/// - battery voltage (`vbatLatest`, INAV's `vbat`): 65535, as every firmware logs it in 16 bits
+///   (ADC counts or hundredths of a volt).
+///
+/// A field the header declares no bound for is not checked.
+fn value_bounds(header: &Header) -> Vec<(usize, u64)> {
+    let Some(def) = header.i.as_ref() else {
+        return Vec::new();
+    };
+    let number = |v: &str| {
+        v.trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|&h| (1..=1 << 20).contains(&h))
+    };
+    let max_throttle = header.get("maxthrottle").and_then(number);
+    let highest_motor = header
         .get("motorOutput")
         .and_then(|v| v.split(',').nth(1))
-        .or_else(|| header.get("maxthrottle"))
-        .and_then(|v| v.trim().parse::<i64>().ok())
-        .filter(|&h| (1..=1 << 20).contains(&h));
-    let (Some(highest), Some(def)) = (highest, header.i.as_ref()) else {
-        return (Vec::new(), i64::MAX);
-    };
-    let fields = def
-        .names
+        .and_then(number)
+        .or(max_throttle);
+    def.names
         .iter()
         .enumerate()
-        .filter(|(_, name)| {
-            name.strip_prefix("motor[")
+        .filter_map(|(i, name)| {
+            let is_motor = name
+                .strip_prefix("motor[")
                 .and_then(|rest| rest.strip_suffix(']'))
-                .is_some_and(|n| n.parse::<u8>().is_ok())
+                .is_some_and(|n| n.parse::<u8>().is_ok());
+            let bound = match name.as_str() {
+                _ if is_motor => highest_motor.map(|h| 2 * h),
+                "rcCommand[3]" => max_throttle.map(|h| 2 * h),
+                "vbatLatest" | "vbat" => Some(u64::from(u16::MAX)),
+                _ => None,
+            };
+            bound.map(|b| (i, b))
         })
-        .map(|(i, _)| i)
-        .collect();
-    (fields, 2 * highest)
+        .collect()
 }
 
 /// Decodes one session.
@@ -292,10 +310,8 @@ pub struct SessionDecoder<'a> {
     /// The last main frame before the group's I frame, when the I frame followed it in step: what
     /// the group's line feeds are judged from.
     before_line_feeds: Vec<i64>,
-    /// Main fields holding motor outputs, and the largest value they can take (empty when the
-    /// header declares no highest output).
-    motor_fields: Vec<usize>,
-    motor_limit: i64,
+    /// Main fields the header bounds, with the largest size their values can take.
+    value_bounds: Vec<(usize, u64)>,
     /// Main fields whose I-frame values are variable-byte codes (where a dropped byte shifts one
     /// value and leaves the frame in step), other than iteration and time.
     offset_fields: Vec<bool>,
@@ -364,7 +380,6 @@ impl<'a> SessionDecoder<'a> {
                 })
                 .collect()
         });
-        let (motor_fields, motor_limit) = motor_range(header);
         SessionDecoder {
             file,
             header,
@@ -401,8 +416,7 @@ impl<'a> SessionDecoder<'a> {
             before_scale: Vec::new(),
             before_line_feeds: Vec::new(),
             offset_fields,
-            motor_fields,
-            motor_limit,
+            value_bounds: value_bounds(header),
             ledger: Ledger::new(report, layout, data_start),
         }
     }
@@ -757,9 +771,9 @@ impl<'a> SessionDecoder<'a> {
         let values = &self.history.bufs[self.history.cur];
         self.validation == Validation::Reference
             || self
-                .motor_fields
+                .value_bounds
                 .iter()
-                .all(|&i| values[i].unsigned_abs() <= self.motor_limit.unsigned_abs())
+                .all(|&(i, bound)| values[i].unsigned_abs() <= bound)
     }
 
     fn complete_intra(&mut self, start: usize, end: usize, sink: &mut impl Sink) {
