@@ -205,14 +205,18 @@ impl bbcheck::blackbox::salvage::Output for Pieces {
     }
 }
 
+/// A synthetic Betaflight 4 flight of one session logging `iterations` loop iterations.
+fn long_flight(iterations: u32) -> Vec<u8> {
+    use bbcheck::synth::{FlightSpec, Layout, flight};
+    flight(&FlightSpec {
+        iterations,
+        ..FlightSpec::new(Layout::Betaflight4)
+    })
+}
+
 #[test]
 fn a_long_session_is_written_out_as_it_goes() {
-    use bbcheck::synth::{FlightSpec, Layout, flight};
-    let spec = FlightSpec {
-        iterations: 400_000,
-        ..FlightSpec::new(Layout::Betaflight4)
-    };
-    let data = flight(&spec);
+    let data = long_flight(400_000);
     assert!(data.len() > 2 << 20, "{} bytes", data.len());
     let mut pieces = Pieces::default();
     let reached = std::sync::atomic::AtomicU64::new(0);
@@ -269,12 +273,7 @@ impl bbcheck::blackbox::salvage::Output for Full {
 
 #[test]
 fn salvage_stops_writing_at_the_first_output_error_and_returns_it() {
-    use bbcheck::synth::{FlightSpec, Layout, flight};
-    let spec = FlightSpec {
-        iterations: 100_000,
-        ..FlightSpec::new(Layout::Betaflight4)
-    };
-    let data = flight(&spec);
+    let data = long_flight(100_000);
     let mut full = Full {
         room: 200 << 10,
         calls_after_failing: 0,
