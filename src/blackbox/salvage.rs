@@ -146,15 +146,15 @@ impl Reencoder<'_> {
         } else {
             // Lines that did not parse are gone already; lines with bytes that are not text are
             // kept as the decoder read them, with those bytes replaced, so the frames they define
-            // re-encode the same.
+            // re-encode the same: a control character that is white space (which the decoder
+            // trims from a value, as in `0,0\x0C`) by a space, any other by U+FFFD.
             let text = |t: &str| -> String {
                 t.chars()
-                    .map(|c| {
-                        if c.is_control() && c != '\t' {
-                            '\u{FFFD}'
-                        } else {
-                            c
-                        }
+                    .map(|c| match c {
+                        '\t' => c,
+                        c if c.is_control() && c.is_whitespace() => ' ',
+                        c if c.is_control() => '\u{FFFD}',
+                        c => c,
                     })
                     .collect()
             };
