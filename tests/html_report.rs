@@ -305,15 +305,33 @@ fn several_files_write_one_page_each_into_a_directory() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     pages.sort();
-    // Same names: the later file gets `.2`.
+    // Same names: the later file gets `.2`; the index lists them all.
     assert_eq!(
         pages,
         [
             "copter-3s.drop-runs.1.bin.html",
             "demo.bbl.2.html",
-            "demo.bbl.html"
+            "demo.bbl.html",
+            "index.html"
         ]
     );
+    let index = std::fs::read_to_string(out_dir.join("index.html")).unwrap();
+    // It fetches nothing; its links lead to the pages beside it.
+    for needle in ["http", "src=", "url(", "@import", "<link", "<script"] {
+        assert!(!index.contains(needle), "the index contains {needle:?}");
+    }
+    assert!(index.contains("<h1>3 files checked</h1>"), "{index}");
+    assert!(index.contains("2 clean, 1 damaged; 0 skipped (not a log); 0 unreadable"));
+    for (file, page, verdict) in [
+        (&files[0], "demo.bbl.html", "clean"),
+        (&files[1], "demo.bbl.2.html", "clean"),
+        (&damaged, "copter-3s.drop-runs.1.bin.html", "damaged"),
+    ] {
+        let row = format!("<tr><td><a href=\"{page}\">{}</a></td>", s(file));
+        let at = index.find(&row).unwrap_or_else(|| panic!("no row {row}"));
+        let end = at + index[at..].find("</tr>").unwrap();
+        assert!(index[at..end].contains(&format!("verdict {verdict}")));
+    }
     let first = std::fs::read_to_string(out_dir.join("demo.bbl.html")).unwrap();
     assert!(first.contains(&format!("<h1>{}</h1>", s(&files[0]))));
     let second = std::fs::read_to_string(out_dir.join("demo.bbl.2.html")).unwrap();
@@ -330,8 +348,24 @@ fn several_files_write_one_page_each_into_a_directory() {
     let out = bbcheck(&["check", s(&searched), "--html", s(&out_dir)]);
     assert_eq!(out.status.code(), Some(0));
     let pages: Vec<_> = std::fs::read_dir(&out_dir).unwrap().collect();
-    assert_eq!(pages.len(), 1);
+    assert_eq!(pages.len(), 2);
     assert!(out_dir.join("flight.bbl.html").is_file());
+    let index = std::fs::read_to_string(out_dir.join("index.html")).unwrap();
+    assert!(index.contains("1 clean, 0 damaged; 1 skipped (not a log); 0 unreadable"));
+
+    // A log named like the index gets a page of another name, and links are percent-encoded.
+    let odd = dir.join("odd");
+    std::fs::create_dir_all(&odd).unwrap();
+    std::fs::copy(demo(), odd.join("index")).unwrap();
+    std::fs::copy(demo(), odd.join("a #1.bbl")).unwrap();
+    let out_dir = dir.join("odd-pages");
+    let out = bbcheck(&["check", s(&odd), "--html", s(&out_dir)]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out_dir.join("index.2.html").is_file());
+    assert!(out_dir.join("a #1.bbl.html").is_file());
+    let index = std::fs::read_to_string(out_dir.join("index.html")).unwrap();
+    assert!(index.contains("href=\"index.2.html\""), "{index}");
+    assert!(index.contains("href=\"a%20%231.bbl.html\""), "{index}");
     no_partial_files(&out_dir);
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -36,7 +36,8 @@ pub struct Args {
     /// Also write a self-contained HTML page per file: timelines, corrupt spans and their bytes.
     /// With one file, PATH is the page (or, when PATH is an existing directory, the page goes in
     /// it); with several files or a directory, PATH is a directory (created if missing) holding
-    /// `<file name>.html` per file, `<file name>.2.html` for a later file of the same name.
+    /// `<file name>.html` per file, `<file name>.2.html` for a later file of the same name, and
+    /// `index.html`, which lists the files and links their pages.
     #[arg(long, value_name = "PATH")]
     html: Option<PathBuf>,
 }
@@ -117,6 +118,8 @@ enum Outcome {
 /// A file's line in the batch summary.
 struct Row {
     path: String,
+    /// Its HTML page (`--html`).
+    page: Option<PathBuf>,
     format: &'static str,
     size: u64,
     sessions: usize,
@@ -210,6 +213,7 @@ fn check_one(job: &Job, args: &Args, reached: &AtomicU64) -> Outcome {
         text,
         row: Row {
             path: file.path.clone(),
+            page: job.page.clone(),
             format: file.format,
             size: file.size,
             sessions: file.sessions.len(),
@@ -230,12 +234,14 @@ pub fn run(args: &Args) -> Result<u8, Error> {
             named.join(", ")
         )));
     }
+    let mut index = None;
     if let Some(target) = &args.html {
         let inputs: Vec<&Path> = jobs.iter().map(|j| j.path.as_path()).collect();
         let pages = html::page_paths(target, &args.files, &inputs)?;
-        for (job, page) in jobs.iter_mut().zip(pages) {
+        for (job, page) in jobs.iter_mut().zip(pages.pages) {
             job.page = Some(page);
         }
+        index = pages.index;
     }
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
@@ -295,6 +301,24 @@ pub fn run(args: &Args) -> Result<u8, Error> {
     });
     bar.finish_and_clear();
     printed?;
+    if let Some(index) = &index {
+        let listed: Vec<html::Listed<'_>> = printer
+            .rows
+            .iter()
+            .filter_map(|r| {
+                Some(html::Listed {
+                    path: &r.path,
+                    page: r.page.as_deref()?,
+                    format: r.format,
+                    size: r.size,
+                    sessions: r.sessions,
+                    spans: r.spans,
+                    clean: r.clean,
+                })
+            })
+            .collect();
+        html::write_index(index, &listed, printer.skipped, printer.failed)?;
+    }
     // A table whenever there is more than one file or a directory was searched.
     if (jobs.len() > 1 || jobs.iter().any(|j| j.found)) && !args.json && !terminal::quiet() {
         printer

@@ -425,21 +425,33 @@ pub fn check(
     Ok((checked, sink.inner))
 }
 
+/// Where the pages go: one per input and, when they share a directory, its index page.
+pub struct Pages {
+    pub pages: Vec<PathBuf>,
+    pub index: Option<PathBuf>,
+}
+
+/// The name of the page that lists the others in a directory of pages.
+const INDEX: &str = "index.html";
+
 /// Where each input's page goes. With one input that is not a directory, `target` is the page
 /// (or, when it is an existing directory, the page goes into it); otherwise `target` is a
 /// directory, created if missing, holding `<file name>.html` per input — `<file name>.2.html`,
-/// `.3.html`, ... for later inputs whose name was taken. Standard input is `stdin`.
-pub fn page_paths(
-    target: &Path,
-    given: &[PathBuf],
-    inputs: &[&Path],
-) -> Result<Vec<PathBuf>, Error> {
+/// `.3.html`, ... for later inputs whose name was taken — and `index.html`, which lists them.
+/// Standard input is `stdin`.
+pub fn page_paths(target: &Path, given: &[PathBuf], inputs: &[&Path]) -> Result<Pages, Error> {
     let single = given.len() == 1 && !given[0].is_dir();
     if single && !target.is_dir() {
-        return Ok(inputs.iter().map(|_| target.to_owned()).collect());
+        return Ok(Pages {
+            pages: inputs.iter().map(|_| target.to_owned()).collect(),
+            index: None,
+        });
     }
     std::fs::create_dir_all(target).map_err(|e| Error::io(target, e))?;
     let mut taken = HashSet::new();
+    if !single {
+        taken.insert(INDEX.to_owned());
+    }
     let pages = inputs
         .iter()
         .map(|path| {
@@ -459,7 +471,79 @@ pub fn page_paths(
             target.join(page)
         })
         .collect();
-    Ok(pages)
+    Ok(Pages {
+        pages,
+        index: (!single).then(|| target.join(INDEX)),
+    })
+}
+
+/// A checked file as the index page lists it.
+pub struct Listed<'a> {
+    pub path: &'a str,
+    pub page: &'a Path,
+    pub format: &'a str,
+    pub size: u64,
+    pub sessions: usize,
+    pub spans: usize,
+    pub clean: bool,
+}
+
+/// Write the index page of a directory of pages: one row per checked file, linking its page, and
+/// how many files were skipped (not a log) or could not be read; whole or not at all.
+pub fn write_index(
+    index: &Path,
+    files: &[Listed<'_>],
+    skipped: usize,
+    failed: usize,
+) -> Result<(), Error> {
+    let damaged = files.iter().filter(|f| !f.clean).count();
+    let mut html = String::with_capacity(1024 + 256 * files.len());
+    let _ = write!(
+        html,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>bbcheck: {} files</title><style>{STYLE}</style></head><body>\
+         <header><h1>{} files checked</h1><p class=\"summary\">{} clean, {damaged} damaged; \
+         {skipped} skipped (not a log); {failed} unreadable</p></header><main><section>\
+         <table class=\"files\"><thead><tr><th>file</th><th>format</th><th>bytes</th>\
+         <th>sessions</th><th>corrupt spans</th><th>verdict</th></tr></thead><tbody>",
+        files.len(),
+        files.len(),
+        files.len() - damaged,
+    );
+    for f in files {
+        let name = f.page.file_name().unwrap_or_default().to_string_lossy();
+        let verdict = if f.clean { "clean" } else { "damaged" };
+        let _ = write!(
+            html,
+            "<tr><td><a href=\"{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+             <td><span class=\"verdict {verdict}\">{verdict}</span></td></tr>",
+            escape(&percent_encode(&name)),
+            escape(f.path),
+            escape(f.format),
+            f.size,
+            f.sessions,
+            f.spans,
+        );
+    }
+    html.push_str("</tbody></table></section></main></body></html>\n");
+    let mut out = AtomicFile::create(index)?;
+    out.write_all(html.as_bytes())
+        .map_err(|e| Error::io(index, e))?;
+    out.commit()
+}
+
+/// A file name as a relative link: every byte but ASCII letters, digits and `-._~` as `%XX`.
+fn percent_encode(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for b in name.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
 }
 
 /// Write the page of a checked file to `page`, whole or not at all.
@@ -1417,24 +1501,24 @@ mod tests {
         ];
         let pages = page_paths(&dir, &given, &inputs).unwrap();
         assert_eq!(
-            pages,
+            pages.pages,
             [
                 dir.join("log.bbl.html"),
                 dir.join("log.bbl.2.html"),
                 dir.join("stdin.html")
             ]
         );
+        assert_eq!(pages.index, Some(dir.join("index.html")));
         assert!(dir.is_dir());
-        // One file: the target is the page, unless it is a directory.
+        // One file: the target is the page, unless it is a directory; no index either way.
         let one = [PathBuf::from("x.bbl")];
         let page = dir.join("report.html");
+        let single = page_paths(&page, &one, &[Path::new("x.bbl")]).unwrap();
+        assert_eq!((single.pages, single.index), (vec![page], None));
+        let into = page_paths(&dir, &one, &[Path::new("x.bbl")]).unwrap();
         assert_eq!(
-            page_paths(&page, &one, &[Path::new("x.bbl")]).unwrap(),
-            [page]
-        );
-        assert_eq!(
-            page_paths(&dir, &one, &[Path::new("x.bbl")]).unwrap(),
-            [dir.join("x.bbl.html")]
+            (into.pages, into.index),
+            (vec![dir.join("x.bbl.html")], None)
         );
         std::fs::remove_dir_all(&dir).unwrap();
     }
