@@ -118,20 +118,20 @@ impl Default for FlightSpec {
 }
 
 /// A small xorshift generator: deterministic noise without a dependency.
-struct Noise(u64);
+pub(crate) struct Noise(u64);
 
 impl Noise {
-    fn new(seed: u64) -> Noise {
+    pub(crate) fn new(seed: u64) -> Noise {
         Noise(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
     }
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
         self.0
     }
     /// Uniform in `[-amplitude, amplitude]`.
-    fn jitter(&mut self, amplitude: i64) -> i64 {
+    pub(crate) fn jitter(&mut self, amplitude: i64) -> i64 {
         (self.next() % (2 * amplitude as u64 + 1)) as i64 - amplitude
     }
 }

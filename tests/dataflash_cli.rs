@@ -3,6 +3,7 @@
 
 mod common;
 
+use bbcheck::dataflash::synth::{fmt, message, text};
 use common::bbcheck;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -14,29 +15,6 @@ fn temp_dir(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
-}
-
-/// A FMT message.
-fn fmt(type_id: u8, length: u8, name: &str, format: &str, columns: &str) -> Vec<u8> {
-    let mut m = vec![0xA3, 0x95, 0x80, type_id, length];
-    for (text, size) in [(name, 4), (format, 16), (columns, 64)] {
-        let mut field = text.as_bytes().to_vec();
-        field.resize(size, 0);
-        m.extend_from_slice(&field);
-    }
-    m
-}
-
-fn message(type_id: u8, body: &[u8]) -> Vec<u8> {
-    let mut m = vec![0xA3, 0x95, type_id];
-    m.extend_from_slice(body);
-    m
-}
-
-fn text(s: &str, size: usize) -> Vec<u8> {
-    let mut field = s.as_bytes().to_vec();
-    field.resize(size, 0);
-    field
 }
 
 /// Type 0x40 `ATT` (`QccL`, 19 bytes) and type 0x41 `MSG` (`QZ`, 75 bytes).

@@ -195,28 +195,7 @@ pub fn write_csv<W: Write>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn fmt(type_id: u8, length: u8, name: &str, format: &str, columns: &str) -> Vec<u8> {
-        let mut m = vec![0xA3, 0x95, 0x80, type_id, length];
-        for (text, size) in [(name, 4), (format, 16), (columns, 64)] {
-            let mut field = text.as_bytes().to_vec();
-            field.resize(size, 0);
-            m.extend_from_slice(&field);
-        }
-        m
-    }
-
-    fn message(type_id: u8, body: &[u8]) -> Vec<u8> {
-        let mut m = vec![0xA3, 0x95, type_id];
-        m.extend_from_slice(body);
-        m
-    }
-
-    fn text(s: &str, size: usize) -> Vec<u8> {
-        let mut field = s.as_bytes().to_vec();
-        field.resize(size, 0);
-        field
-    }
+    use crate::dataflash::synth::{fmt, message, text};
 
     /// Tables by name, as text.
     fn export(data: &[u8]) -> Vec<(String, String)> {

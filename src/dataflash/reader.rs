@@ -751,23 +751,7 @@ pub fn scan_with<S: Sink>(data: &[u8], rules: Rules, formats: Formats, sink: &mu
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A FMT message in the predefined layout.
-    fn fmt(type_id: u8, length: u8, name: &str, format: &str, columns: &str) -> Vec<u8> {
-        let mut m = vec![0xA3, 0x95, 0x80, type_id, length];
-        for (text, size) in [(name, 4), (format, 16), (columns, 64)] {
-            let mut field = text.as_bytes().to_vec();
-            field.resize(size, 0);
-            m.extend_from_slice(&field);
-        }
-        m
-    }
-
-    fn message(type_id: u8, body: &[u8]) -> Vec<u8> {
-        let mut m = vec![0xA3, 0x95, type_id];
-        m.extend_from_slice(body);
-        m
-    }
+    use crate::dataflash::synth::{fmt, message};
 
     /// Offsets and names of the accepted messages.
     struct Collect(Vec<(u64, String)>);

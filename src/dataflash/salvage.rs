@@ -493,22 +493,7 @@ pub fn donor_formats(donor: &[u8]) -> Formats {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn fmt(type_id: u8, length: u8, name: &str, format: &str, columns: &str) -> Vec<u8> {
-        let mut m = vec![0xA3, 0x95, 0x80, type_id, length];
-        for (text, size) in [(name, 4), (format, 16), (columns, 64)] {
-            let mut field = text.as_bytes().to_vec();
-            field.resize(size, 0);
-            m.extend_from_slice(&field);
-        }
-        m
-    }
-
-    fn message(type_id: u8, body: &[u8]) -> Vec<u8> {
-        let mut m = vec![0xA3, 0x95, type_id];
-        m.extend_from_slice(body);
-        m
-    }
+    use crate::dataflash::synth::{fmt, message};
 
     fn log() -> Vec<u8> {
         let mut log = fmt(0x40, 11, "TST", "Q", "TimeUS");

@@ -4,6 +4,7 @@
 
 use super::fmt::{Definition, FMT_LENGTH, FMT_TYPE, Format, HEADER};
 use super::salvage::fmt_message;
+use crate::synth::Noise;
 
 /// The types a synthetic log defines: id, name, format characters, columns, unit and multiplier
 /// ids (one per column, as FMTU gives them).
@@ -77,25 +78,8 @@ const MULTS: [(u8, f64); 5] = [
     (b'G', 1e-7),
 ];
 
-/// A small xorshift generator: deterministic noise without a dependency.
-struct Noise(u64);
-
-impl Noise {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    /// Uniform in `[-amplitude, amplitude]`.
-    fn jitter(&mut self, amplitude: i64) -> i64 {
-        (self.next() % (2 * amplitude as u64 + 1)) as i64 - amplitude
-    }
-}
-
 /// A character array of `size` bytes holding `text`.
-fn text(text: &str, size: usize) -> Vec<u8> {
+pub fn text(text: &str, size: usize) -> Vec<u8> {
     let mut field = text.as_bytes().to_vec();
     field.resize(size, 0);
     field
@@ -122,16 +106,26 @@ fn format_of(entry: &(u8, &str, &str, &str, &str, &str)) -> Format {
     }
 }
 
-/// Append a message of `type_id` with `body`.
-fn message(out: &mut Vec<u8>, type_id: u8, body: &[u8]) {
-    out.extend_from_slice(&HEADER);
-    out.push(type_id);
-    out.extend_from_slice(body);
+/// A message of `type_id` with `body`.
+pub fn message(type_id: u8, body: &[u8]) -> Vec<u8> {
+    let mut m = HEADER.to_vec();
+    m.push(type_id);
+    m.extend_from_slice(body);
+    m
+}
+
+/// A FMT message in the predefined layout (type 0x80) defining `type_id`.
+pub fn fmt(type_id: u8, length: u8, name: &str, format: &str, columns: &str) -> Vec<u8> {
+    let mut m = message(FMT_TYPE, &[type_id, length]);
+    for (field, size) in [(name, 4), (format, 16), (columns, 64)] {
+        m.extend(text(field, size));
+    }
+    m
 }
 
 /// A flight of `seconds` (at least 1) with noise from `seed`: a clean DataFlash log.
 pub fn flight(seed: u64, seconds: u32) -> Vec<u8> {
-    let mut noise = Noise(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut noise = Noise::new(seed);
     let fmt_layout = Format::fmt();
     debug_assert_eq!(fmt_layout.message_len(), Some(FMT_LENGTH));
     let mut out = Vec::new();
@@ -145,24 +139,24 @@ pub fn flight(seed: u64, seconds: u32) -> Vec<u8> {
         let mut body = time.to_le_bytes().to_vec();
         body.push(id);
         body.extend(text(label, 64));
-        message(&mut out, 0x40, &body);
+        out.extend(message(0x40, &body));
     }
     for (id, mult) in MULTS {
         let mut body = time.to_le_bytes().to_vec();
         body.push(id);
         body.extend(mult.to_le_bytes());
-        message(&mut out, 0x41, &body);
+        out.extend(message(0x41, &body));
     }
     for (type_id, _, _, _, units, mults) in entries.iter().copied().skip(1) {
         let mut body = time.to_le_bytes().to_vec();
         body.push(*type_id);
         body.extend(text(units, 16));
         body.extend(text(mults, 16));
-        message(&mut out, 0x42, &body);
+        out.extend(message(0x42, &body));
     }
     let mut body = time.to_le_bytes().to_vec();
     body.extend(text("ArduCopter V4.5.7 (2a3dc4b7)", 64));
-    message(&mut out, 0x43, &body);
+    out.extend(message(0x43, &body));
     for (name, value) in [
         ("ATC_RAT_RLL_P", 0.135f32),
         ("INS_GYRO_FILTER", 40.0),
@@ -171,7 +165,7 @@ pub fn flight(seed: u64, seconds: u32) -> Vec<u8> {
         let mut body = time.to_le_bytes().to_vec();
         body.extend(text(name, 16));
         body.extend(value.to_le_bytes());
-        message(&mut out, 0x44, &body);
+        out.extend(message(0x44, &body));
     }
     // 50 Hz IMU, 10 Hz attitude, 5 Hz GPS.
     let (mut roll, mut pitch, mut yaw) = (0i64, 0i64, 9000i64);
@@ -187,7 +181,7 @@ pub fn flight(seed: u64, seconds: u32) -> Vec<u8> {
         body.extend(0u32.to_le_bytes());
         body.extend((31.5f32 + noise.jitter(5) as f32 / 10.0).to_le_bytes());
         body.extend([1, 1]);
-        message(&mut out, 0x47, &body);
+        out.extend(message(0x47, &body));
         if tick % 5 == 0 {
             roll = (roll + noise.jitter(40)).clamp(-4500, 4500);
             pitch = (pitch + noise.jitter(40)).clamp(-4500, 4500);
@@ -204,7 +198,7 @@ pub fn flight(seed: u64, seconds: u32) -> Vec<u8> {
             for v in [yaw, yaw + noise.jitter(10), 3, 5] {
                 body.extend((v as u16).to_le_bytes());
             }
-            message(&mut out, 0x45, &body);
+            out.extend(message(0x45, &body));
         }
         if tick % 10 == 0 {
             lat += noise.jitter(30);
@@ -223,7 +217,7 @@ pub fn flight(seed: u64, seconds: u32) -> Vec<u8> {
                 body.extend(v.to_le_bytes());
             }
             body.push(1);
-            message(&mut out, 0x46, &body);
+            out.extend(message(0x46, &body));
         }
     }
     out
