@@ -70,6 +70,10 @@ pub fn blackbox_salvage(data: &[u8]) {
         .into_iter()
         .zip(&sessions)
         .map(|(frames, salvaged)| {
+            assert_eq!(
+                salvaged.summary.frames_undefinable, 0,
+                "the rewritten header does not define trusted frames"
+            );
             let gps = |k: &FrameKind| matches!(k, FrameKind::G | FrameKind::H);
             if salvaged.summary.gps_frames_dropped > 0 {
                 assert!(frames.iter().all(|(k, _)| gps(k)));

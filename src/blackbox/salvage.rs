@@ -39,6 +39,9 @@ pub struct SalvagedSession {
     /// log-end event (right after the header an `H` frame would read as a header line, and nothing
     /// after a log-end event is read).
     pub gps_frames_dropped: u64,
+    /// Trusted frames left out because the rewritten header does not define their type as the
+    /// input's did (never expected: the fuzz checks hold it to 0).
+    pub frames_undefinable: u64,
     /// Header lines left out: parts of frame definitions the damage left unusable.
     pub header_lines_dropped: usize,
     /// Input byte spans left out, with where the output continues after each.
@@ -250,6 +253,7 @@ impl Reencoder<'_> {
             log_end_added: false,
             header_lines_dropped: dropped,
             gps_frames_dropped: 0,
+            frames_undefinable: 0,
             dropped: Vec::new(),
         });
     }
@@ -371,8 +375,11 @@ impl Reencoder<'_> {
             .def(frame.kind)
             .is_none_or(|d| d.len() != values.len())
         {
-            // The rewritten header no longer defines this frame the same way (cannot happen for
-            // frames the input's header decoded, but never panic on it).
+            // The rewritten header no longer defines this frame the same way: never panic on it,
+            // and say so.
+            if let Some(s) = &mut self.summary {
+                s.frames_undefinable += 1;
+            }
             return;
         }
         match frame.kind {

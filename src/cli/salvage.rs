@@ -369,8 +369,13 @@ fn run_blackbox(
             let spans = output.sessions.iter().flat_map(|s| &s.dropped);
             let bytes = spans.clone().map(|d| d.input_end - d.input_start).sum();
             let n = output.sessions.len();
+            let undefinable: u64 = output.sessions.iter().map(|s| s.frames_undefinable).sum();
+            let undefinable = match undefinable {
+                0 => String::new(),
+                n => format!("; left out {n} trusted frames the rewritten header cannot define"),
+            };
             out.push_str(&format!(
-                "wrote {}: {n} session{}, {main} main frames{}\n",
+                "wrote {}: {n} session{}, {main} main frames{}{undefinable}\n",
                 output.path,
                 if n == 1 { "" } else { "s" },
                 left_out(spans.count(), bytes)
