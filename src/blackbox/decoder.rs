@@ -310,7 +310,8 @@ pub struct SessionDecoder<'a> {
     /// The last main frame before the group's I frame, when the I frame followed it in step: what
     /// the group's line feeds are judged from.
     before_line_feeds: Vec<i64>,
-    /// Main fields the header bounds, with the largest size their values can take.
+    /// Main fields the header bounds, with the largest size their values can take (none under
+    /// the reference rules).
     value_bounds: Vec<(usize, u64)>,
     /// Main fields whose I-frame values are variable-byte codes (where a dropped byte shifts one
     /// value and leaves the frame in step), other than iteration and time.
@@ -416,7 +417,11 @@ impl<'a> SessionDecoder<'a> {
             before_scale: Vec::new(),
             before_line_feeds: Vec::new(),
             offset_fields,
-            value_bounds: value_bounds(header),
+            // The reference decoders bound no value.
+            value_bounds: match validation {
+                Validation::Thorough => value_bounds(header),
+                Validation::Reference => Vec::new(),
+            },
             ledger: Ledger::new(report, layout, data_start),
         }
     }
@@ -765,15 +770,12 @@ impl<'a> SessionDecoder<'a> {
         )
     }
 
-    /// Whether the main frame just decoded holds values its fields can take (always, for the
-    /// reference rules).
+    /// Whether the main frame just decoded holds values its fields can take.
     fn values_possible(&self) -> bool {
         let values = &self.history.bufs[self.history.cur];
-        self.validation == Validation::Reference
-            || self
-                .value_bounds
-                .iter()
-                .all(|&(i, bound)| values[i].unsigned_abs() <= bound)
+        self.value_bounds
+            .iter()
+            .all(|&(i, bound)| values[i].unsigned_abs() <= bound)
     }
 
     fn complete_intra(&mut self, start: usize, end: usize, sink: &mut impl Sink) {

@@ -263,7 +263,7 @@ impl Reencoder<'_> {
         self.reached.store(start, Ordering::Relaxed);
         let Some(w) = &self.writer else { return };
         if self.last_input_end != Some(start) {
-            self.anchors.push((start, w.len()));
+            self.anchors.push((start, w.written()));
         }
         self.last_input_end = Some(end);
     }
@@ -334,7 +334,7 @@ impl Reencoder<'_> {
         summary.gps_frames_dropped = self.held.len() as u64;
         self.held.clear();
         let Some(w) = &mut self.writer else { return };
-        self.anchors.push((summary.input_end, w.len()));
+        self.anchors.push((summary.input_end, w.written()));
         if !self.ended {
             w.event(&Event::LogEnd {
                 disarm_reason: None,
@@ -342,29 +342,14 @@ impl Reencoder<'_> {
             summary.log_end_added = true;
             summary.kept.e += 1;
         }
-        summary.output_end = w.len();
+        summary.output_end = w.written();
         self.pass_on(true);
         let summary = self.summary.take().expect("checked above");
         self.writer = None;
         let anchors = std::mem::take(&mut self.anchors);
         self.done.push((summary, anchors));
     }
-}
 
-impl Sink for Reencoder<'_> {
-    fn frame(&mut self, frame: &Frame<'_>) {
-        self.write_frame(frame);
-        self.pass_on(false);
-    }
-
-    fn event(&mut self, event: &EventFrame<'_>) {
-        self.note_position(event.offset, event.offset + event.len as u64);
-        self.write_event(event.event);
-        self.pass_on(false);
-    }
-}
-
-impl Reencoder<'_> {
     fn write_frame(&mut self, frame: &Frame<'_>) {
         // Damaged bytes came between this frame and the last one kept.
         let after_damage = self.last_input_end.is_some_and(|end| end != frame.offset);
@@ -433,6 +418,19 @@ impl Reencoder<'_> {
                 self.release_held();
             }
         }
+    }
+}
+
+impl Sink for Reencoder<'_> {
+    fn frame(&mut self, frame: &Frame<'_>) {
+        self.write_frame(frame);
+        self.pass_on(false);
+    }
+
+    fn event(&mut self, event: &EventFrame<'_>) {
+        self.note_position(event.offset, event.offset + event.len as u64);
+        self.write_event(event.event);
+        self.pass_on(false);
     }
 }
 

@@ -138,14 +138,9 @@ impl SessionWriter {
         &self.out
     }
 
-    /// How many bytes the session holds so far, taken or not.
-    pub fn len(&self) -> u64 {
+    /// How many bytes of the session were written so far, taken or not.
+    pub fn written(&self) -> u64 {
         self.taken + self.out.len() as u64
-    }
-
-    /// Whether nothing was written (never: a session starts with its header).
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// Hand the bytes written since the last call to `to`, and forget them: a long session is

@@ -125,8 +125,7 @@ impl blackbox::salvage::Output for Files<'_> {
         }
         let switch = self.args.split && self.open.as_ref().is_none_or(|(_, s)| *s != session);
         let written = if switch { self.start(session) } else { Ok(()) }.and_then(|()| {
-            let (file, index) = self.open.as_mut().expect("opened above");
-            *index = session;
+            let (file, _) = self.open.as_mut().expect("opened above");
             file.write_all(bytes).map_err(|e| Error::io(file.path(), e))
         });
         written.map_err(|e| {
