@@ -327,6 +327,20 @@ fn apply(
         if at < pos || at > input.len() {
             continue;
         }
+        // A replacement records only the bytes it changes: zeroing bytes that were already zero
+        // is no damage, and no reader could find it.
+        let (at, edit) = match edit {
+            Edit::Replace(bytes) => {
+                let old = &input[at..(at + bytes.len()).min(input.len())];
+                let differs = |i: &usize| old[*i] != bytes[*i];
+                let Some(first) = (0..old.len()).find(differs) else {
+                    continue;
+                };
+                let last = (0..old.len()).rev().find(differs).unwrap_or(first);
+                (at + first, Edit::Replace(bytes[first..=last].to_vec()))
+            }
+            edit => (at, edit),
+        };
         data.extend_from_slice(&input[pos..at]);
         let offset = data.len() as u64;
         let (input_length, written) = match edit {
@@ -387,6 +401,17 @@ mod tests {
                 }
                 rebuilt.extend_from_slice(&input[pos..]);
                 assert_eq!(rebuilt, d.data, "{model:?} seed {seed}");
+                // A byte-for-byte replacement starts and ends with a changed byte.
+                for c in d
+                    .changes
+                    .iter()
+                    .filter(|c| c.length > 0 && c.length == c.input_length)
+                {
+                    let (i, o) = (c.input_offset as usize, c.offset as usize);
+                    let n = c.length as usize;
+                    assert_ne!(input[i], d.data[o], "{model:?} seed {seed}");
+                    assert_ne!(input[i + n - 1], d.data[o + n - 1], "{model:?} seed {seed}");
+                }
                 if model != Model::Newline {
                     assert!(
                         !d.changes.is_empty(),
