@@ -167,28 +167,28 @@ enum Metadata {
     Fmtu(i128, String, String),
 }
 
-/// Read the definition a format-defining message carries: `Err(())` when it is rejected and the
-/// message must not be read (the problem is recorded); otherwise what it defines, if anything
-/// usable, and its problem.
+/// Read the definition a format-defining message carries: `Err` when it is rejected and the
+/// message must not be read (the problem is recorded), with the type id it names if that is one;
+/// otherwise what it defines, if anything usable, and its problem.
 fn read_definition(
     problems: &mut Problems,
     offset: usize,
     format: &Format,
     body: &[u8],
-) -> Result<Definition, ()> {
+) -> Result<Definition, Option<u8>> {
     if !format.defines_formats() {
         problems.push(offset, None, "", ProblemKind::NotADefinition);
-        return Err(());
+        return Err(None);
     }
     let Some(definition) = definition_from_values(Fields::new(&format.fields, body)) else {
         problems.push(offset, None, "", ProblemKind::NotADefinition);
-        return Err(());
+        return Err(None);
     };
     let type_value = Some(definition.type_value);
     match Format::define(&definition, Some(offset as u64)) {
         Err(kind) => {
             problems.push(offset, type_value, &decode_name(definition.name), kind);
-            Err(())
+            Err(u8::try_from(definition.type_value).ok())
         }
         Ok((new, None)) => Ok(Definition {
             format: Some(new),
@@ -233,6 +233,9 @@ struct Scanner<'a> {
     /// The file was copied in text mode: no message holding a line feed can be trusted.
     newline_converted: bool,
     formats: Formats,
+    /// Type ids named by a FMT whose definition was refused (its format characters damaged, say):
+    /// their messages cannot be read, but a message that ends where one starts ends in step.
+    refused_types: [bool; 256],
     problems: Problems,
     messages: u64,
     message_bytes: u64,
@@ -468,8 +471,9 @@ impl Scanner<'_> {
     }
 
     /// Whether a message ending at `at` ends in sync: another message starts there (`A3 95` and a
-    /// type defined by the table or by `defining`, the FMT being accepted), the file ends inside
-    /// such a header, or the padding tail or the end of the file starts there.
+    /// type defined by the table or by `defining`, the FMT being accepted, or named by a refused
+    /// FMT), the file ends inside such a header, or the padding tail or the end of the file starts
+    /// there.
     fn ends_in_sync(&self, at: usize, defining: Option<u8>) -> bool {
         if at >= self.tail_start {
             return true;
@@ -478,8 +482,11 @@ impl Scanner<'_> {
         if rest.len() < HEADER_LEN {
             return HEADER.starts_with(rest);
         }
+        let type_id = rest[2];
         rest.starts_with(&HEADER)
-            && (self.formats.get(rest[2]).is_some() || defining == Some(rest[2]))
+            && (self.formats.get(type_id).is_some()
+                || defining == Some(type_id)
+                || self.refused_types[usize::from(type_id)])
     }
 
     fn run<S: Sink>(mut self, sink: &mut S) -> Scan {
@@ -548,7 +555,10 @@ impl Scanner<'_> {
             let defined = if format.role == Role::Fmt {
                 match read_definition(&mut self.problems, pos, format, body) {
                     Ok(definition) => Some(definition),
-                    Err(()) => {
+                    Err(named) => {
+                        if let Some(type_id) = named {
+                            self.refused_types[usize::from(type_id)] = true;
+                        }
                         self.reject(DamageReason::HeaderDamaged);
                         pos += HEADER_LEN;
                         continue;
@@ -728,6 +738,7 @@ pub fn scan_with<S: Sink>(data: &[u8], rules: Rules, formats: Formats, sink: &mu
         newline_converted: rules == Rules::Thorough
             && crate::blackbox::decoder::is_newline_converted(data),
         formats,
+        refused_types: [false; 256],
         problems: Problems::default(),
         messages: 0,
         message_bytes: 0,
@@ -952,6 +963,32 @@ mod tests {
         assert_eq!(scan.end_offset, log.len() as u64);
         assert_eq!(scan.counts["TST"], 2);
         assert!(scan.truncated.is_none());
+    }
+
+    #[test]
+    fn a_message_before_one_of_a_type_whose_fmt_was_refused_ends_in_step() {
+        // The FMT of type 0x41 has a damaged format character: its messages cannot be read, but
+        // the TST messages before them are whole.
+        let mut log = fmt(0x40, 7, "TST", "I", "V");
+        let mut refused = fmt(0x41, 7, "BAD", "I", "V");
+        let at = refused.len() - 64 - 16;
+        refused[at] = 0xC9;
+        log.extend(refused);
+        for v in 1..=3u8 {
+            log.extend(message(0x40, &[v, 0, 0, 0]));
+            log.extend(message(0x41, &[v; 4]));
+        }
+        let (messages, scan) = thorough(&log);
+        assert_eq!(scan.problems.len(), 1);
+        let tst: Vec<u64> = messages
+            .iter()
+            .filter(|(_, name)| name == "TST")
+            .map(|&(offset, _)| offset)
+            .collect();
+        assert_eq!(tst, [178, 192, 206]);
+        // The refused FMT and the unreadable messages between the TST ones are gaps (the last
+        // lies after the last accepted message).
+        assert_eq!(scan.gaps.len(), 3);
     }
 
     #[test]
