@@ -435,26 +435,38 @@ impl Scanner<'_> {
         Witness::Message(message.time_us(), at + len)
     }
 
-    /// What a message's TimeUS `time` says: plausible when at most [`TIME_BACK_US`] before the last
-    /// accepted TimeUS or [`TIME_AHEAD_US`] after it, or when the messages right after it share the
-    /// jump (a gap in the log: lost data or a pause); a jump back they share is where an earlier
-    /// log's data starts. Only messages that will be accepted whatever else happens witness it
-    /// (they share its time, and end in step), so the verdict is the same where the bytes between
-    /// accepted messages are gone (a salvaged log); a jump with no witness is damage, except at
-    /// the end of the data.
+    /// What a message's TimeUS `time` says. Plausible when at most [`TIME_BACK_US`] away from the
+    /// last accepted TimeUS. A jump further is tested on the messages right after it, the
+    /// witnesses: only messages that will be accepted whatever else happens witness it (they end
+    /// in step), so the verdict is the same where the bytes between accepted messages are gone (a
+    /// salvaged log).
+    /// - A pause of up to [`TIME_AHEAD_US`] is plausible unless the next TimeUS falls back before
+    ///   it: then its own TimeUS was damaged (a flipped high bit moves it 16 s or more ahead).
+    /// - A longer jump ahead is plausible when the next TimeUS shares it (lost data, or a long
+    ///   pause), and damage otherwise.
+    /// - A jump back that the next TimeUS shares is where an earlier log's data starts; otherwise
+    ///   it is damage.
+    ///
+    /// Without a witness a pause stands, and so does any jump at the end of the data.
     fn timing(&self, time: u64, narrow: bool, end: usize) -> Timing {
         let Some(last) = self.last_time else {
             return Timing::Plausible;
         };
         let after_last = time_after(last, time, narrow);
-        if (-(TIME_BACK_US as i64)..=TIME_AHEAD_US as i64).contains(&after_last) {
+        if (-(TIME_BACK_US as i64)..=TIME_BACK_US as i64).contains(&after_last) {
             return Timing::Plausible;
         }
+        let pause = (1..=TIME_AHEAD_US as i64).contains(&after_last);
         let mut at = end;
         for _ in 0..TIME_WITNESSES {
             match self.witness_at(at) {
                 Witness::Message(Some(next), _) => {
-                    let shared = time_after(time, next, narrow).unsigned_abs() <= TIME_BACK_US;
+                    let next_after = time_after(time, next, narrow);
+                    let shared = if pause {
+                        next_after >= -(TIME_BACK_US as i64)
+                    } else {
+                        next_after.unsigned_abs() <= TIME_BACK_US
+                    };
                     return match shared {
                         true if after_last < 0 => Timing::OldData,
                         true => Timing::Plausible,
@@ -464,10 +476,15 @@ impl Scanner<'_> {
                 Witness::Message(None, next_at) => at = next_at,
                 // Nothing after it to tell, here or where the damaged bytes are gone.
                 Witness::End => return Timing::Plausible,
+                Witness::Unfit if pause => return Timing::Plausible,
                 Witness::Unfit => return Timing::Damaged,
             }
         }
-        Timing::Damaged
+        if pause {
+            Timing::Plausible
+        } else {
+            Timing::Damaged
+        }
     }
 
     /// Whether a message ending at `at` ends in sync: another message starts there (`A3 95` and a
@@ -860,6 +877,30 @@ mod tests {
         let mut sink = Collect(Vec::new());
         scan_with(&log, Rules::Reference, Formats::new(), &mut sink);
         assert_eq!(sink.0.len(), 1 + times.len());
+    }
+
+    #[test]
+    fn a_timeus_flipped_a_few_seconds_ahead_is_damage_not_the_start_of_old_data() {
+        // One bit flipped in the fourth TimeUS byte moves it 16.8 s ahead, inside the pause a
+        // log may hold. Had it been taken, every later message would have lain 16.8 s behind it,
+        // as an earlier log's data does.
+        let times = [
+            1_000_000,
+            1_010_000,
+            1_020_000 + (1 << 24),
+            1_030_000,
+            1_040_000,
+            1_050_000,
+        ];
+        let log = timed(&times, false);
+        assert_eq!(
+            times_accepted(&log, false),
+            [1_000_000, 1_010_000, 1_030_000, 1_040_000, 1_050_000]
+        );
+        let (_, scan) = thorough(&log);
+        assert_eq!(scan.old_data, []);
+        assert_eq!(scan.gaps.len(), 1);
+        assert_eq!(scan.gaps[0].reason, DamageReason::ImplausibleTime);
     }
 
     #[test]
