@@ -19,7 +19,7 @@ use bbcheck::dataflash::fmt::Formats;
 use bbcheck::dataflash::{self, Message, Rules, Sink};
 use std::collections::HashMap;
 
-const SEEDS: u64 = 6;
+const SEEDS: u64 = 24;
 
 /// Accepted messages: offset, length, and the offset of the FMT that defined their type.
 #[derive(Default)]
@@ -79,7 +79,13 @@ struct Tally {
 }
 
 /// Accepted messages that are a clean one (by input offset and length), and the others.
+///
+/// A message that overlaps a change but holds exactly the bytes of the clean message it stands
+/// for (its first or its last byte unchanged), as when an inserted byte happens to equal the one
+/// it displaced, is neither: it is right, but its bytes did not survive.
 fn score(
+    input: &[u8],
+    damaged: &[u8],
     clean: &HashMap<u64, u64>,
     changes: &[Change],
     got: &Messages,
@@ -91,7 +97,17 @@ fn score(
             Some(at) if clean.get(&at) == Some(&len) => {
                 recovered += u64::from(intact.get(&at) == Some(&true));
             }
-            _ => wrong += 1,
+            _ => {
+                let first = input_offset(changes, offset, 1);
+                let last = input_offset(changes, offset + len - 1, 1)
+                    .and_then(|end| (end + 1).checked_sub(len));
+                let bytes = &damaged[offset as usize..(offset + len) as usize];
+                let right = [first, last].into_iter().flatten().any(|at| {
+                    clean.get(&at) == Some(&len)
+                        && &input[at as usize..(at + len) as usize] == bytes
+                });
+                wrong += u64::from(!right);
+            }
         }
     }
     (recovered, wrong)
@@ -142,8 +158,8 @@ fn dataflash_recovery_quality_per_damage_model() {
                     .collect();
                 let (got, report) = read(&d.data, Rules::Thorough);
                 let (reference, _) = read(&d.data, Rules::Reference);
-                let (r, w) = score(&lengths, &d.changes, &got, &intact);
-                let (rr, rw) = score(&lengths, &d.changes, &reference, &intact);
+                let (r, w) = score(data, &d.data, &lengths, &d.changes, &got, &intact);
+                let (rr, rw) = score(data, &d.data, &lengths, &d.changes, &reference, &intact);
                 t.cases += 1;
                 t.clean += clean.0.len() as u64;
                 t.ceiling += intact.values().filter(|&&x| x).count() as u64;
@@ -194,9 +210,10 @@ fn dataflash_recovery_quality_per_damage_model() {
             ));
         }
         // Bytes changed in place inside a message leave it in step, so only the models that remove
-        // or insert bytes are held to bars. Even there a cut can join the head of one message to
-        // the tail of another that ends in step (about one case in thirty): nothing in the bytes
-        // tells, so the bar is a twentieth of the reference's wrong messages, not zero.
+        // or insert bytes are held to the wrong-message and localisation bars. Even there a cut can
+        // join the head of one message to the tail of another that ends in step (about one case in
+        // twenty): nothing in the bytes tells, so the bar is a twentieth of the reference's wrong
+        // messages, not zero.
         let in_place = matches!(model, Model::BitFlips | Model::ZeroRuns | Model::Newline);
         if !in_place && t.wrong * 20 > t.reference_wrong.max(1) {
             failures.push(format!(
@@ -206,10 +223,12 @@ fn dataflash_recovery_quality_per_damage_model() {
                 t.reference_wrong
             ));
         }
-        if !in_place && recall < 99.5 {
+        // Damage in place loses no more than the messages it touched, except in a file copied in
+        // text mode, where every message holding a line feed is doubtful.
+        if model != Model::Newline && recall < 99.5 {
             failures.push(format!("{}: recall {recall:.3} %", model.name()));
         }
-        if !in_place && local < 96.0 {
+        if !in_place && local < 97.5 {
             failures.push(format!("{}: localisation {local:.2} %", model.name()));
         }
     }
