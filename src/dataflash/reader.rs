@@ -292,8 +292,12 @@ const TIME_BACK_US: u64 = 1_000_000;
 /// How far it may lie after it (a log written while disarmed is sparse: seconds between messages).
 const TIME_AHEAD_US: u64 = 60_000_000;
 
-/// Messages looked at after one whose TimeUS jumps, for one that has a TimeUS to agree or not.
+/// Messages without a TimeUS passed over after one whose TimeUS jumps, looking for one that has
+/// a TimeUS to agree or not.
 const TIME_WITNESSES: usize = 4;
+
+/// How far past a message whose TimeUS jumps its witness is looked for.
+const WITNESS_REACH: usize = 4096;
 
 /// How far `time` lies after `reference` (negative: before it); a 32-bit TimeUS (`narrow`)
 /// wraps.
@@ -436,18 +440,18 @@ impl Scanner<'_> {
     }
 
     /// What a message's TimeUS `time` says. Plausible when at most [`TIME_BACK_US`] away from the
-    /// last accepted TimeUS. A jump further is tested on the messages right after it, the
-    /// witnesses: only messages that will be accepted whatever else happens witness it (they end
-    /// in step), so the verdict is the same where the bytes between accepted messages are gone (a
-    /// salvaged log).
-    /// - A pause of up to [`TIME_AHEAD_US`] is plausible unless the next TimeUS falls back before
-    ///   it: then its own TimeUS was damaged (a flipped high bit moves it 16 s or more ahead).
-    /// - A longer jump ahead is plausible when the next TimeUS shares it (lost data, or a long
-    ///   pause), and damage otherwise.
-    /// - A jump back that the next TimeUS shares is where an earlier log's data starts; otherwise
-    ///   it is damage.
+    /// last accepted TimeUS. A jump further is tested on the next timed message that will be
+    /// accepted whatever else happens (it ends in step; a FMT may yet be refused, and damaged
+    /// bytes are passed over, up to [`WITNESS_REACH`] bytes on), so the verdict is the same where
+    /// the bytes between accepted messages are gone (a salvaged log):
+    /// - a pause of up to [`TIME_AHEAD_US`] is plausible unless that TimeUS falls back before it:
+    ///   then its own TimeUS was damaged (a flipped high bit moves it 16 s or more ahead);
+    /// - a longer jump ahead is plausible when that TimeUS shares it (lost data, or a long pause),
+    ///   and damage otherwise;
+    /// - a jump back that it shares is where an earlier log's data starts; otherwise damage.
     ///
-    /// Without a witness a pause stands, and so does any jump at the end of the data.
+    /// Without a witness in reach a pause stands and other jumps are damage, except at the end of
+    /// the data, where any jump stands.
     fn timing(&self, time: u64, narrow: bool, end: usize) -> Timing {
         let Some(last) = self.last_time else {
             return Timing::Plausible;
@@ -457,8 +461,10 @@ impl Scanner<'_> {
             return Timing::Plausible;
         }
         let pause = (1..=TIME_AHEAD_US as i64).contains(&after_last);
+        let reach = end.saturating_add(WITNESS_REACH);
         let mut at = end;
-        for _ in 0..TIME_WITNESSES {
+        let mut untimed = 0;
+        while at <= reach && untimed < TIME_WITNESSES {
             match self.witness_at(at) {
                 Witness::Message(Some(next), _) => {
                     let next_after = time_after(time, next, narrow);
@@ -473,11 +479,21 @@ impl Scanner<'_> {
                         false => Timing::Damaged,
                     };
                 }
-                Witness::Message(None, next_at) => at = next_at,
+                Witness::Message(None, next_at) => {
+                    at = next_at;
+                    untimed += 1;
+                }
                 // Nothing after it to tell, here or where the damaged bytes are gone.
                 Witness::End => return Timing::Plausible,
-                Witness::Unfit if pause => return Timing::Plausible,
-                Witness::Unfit => return Timing::Damaged,
+                Witness::Unfit => {
+                    // The next header in reach; past the last one, the end of the data.
+                    let stop = reach.saturating_add(HEADER.len()).min(self.data.len());
+                    at = match memchr::memmem::find(&self.data[at + 1..stop], &HEADER) {
+                        Some(i) => at + 1 + i,
+                        None if stop == self.data.len() => stop,
+                        None => break,
+                    };
+                }
             }
         }
         if pause {
@@ -901,6 +917,17 @@ mod tests {
         assert_eq!(scan.old_data, []);
         assert_eq!(scan.gaps.len(), 1);
         assert_eq!(scan.gaps[0].reason, DamageReason::ImplausibleTime);
+        // Damage after the next message does not hide the messages that fall back: the verdict
+        // is the one the salvaged log, without the damage, gets.
+        let next = 89 + 3 * 11;
+        let mut garbled = log[..next + 11].to_vec();
+        garbled.extend_from_slice(&[0x55; 300]);
+        garbled.extend_from_slice(&log[next + 11..]);
+        assert_eq!(
+            times_accepted(&garbled, false),
+            [1_000_000, 1_010_000, 1_040_000, 1_050_000]
+        );
+        assert_eq!(thorough(&garbled).1.old_data, []);
     }
 
     #[test]
