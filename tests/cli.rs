@@ -264,6 +264,44 @@ fn failed_exports_leave_no_output_and_inputs_are_never_modified() {
 }
 
 #[test]
+fn an_interrupted_salvage_leaves_no_file_behind() {
+    let dir = temp_dir("interrupt");
+    // Long enough to be caught while writing: the demo log many times over.
+    let demo = std::fs::read(demo()).unwrap();
+    let input = dir.join("long.bbl");
+    std::fs::write(&input, demo.repeat((64 << 20) / demo.len() + 1)).unwrap();
+    for signal in ["INT", "TERM"] {
+        let output = dir.join("salvaged.bbl");
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_bbcheck"))
+            .args(["salvage", input.to_str().unwrap(), "--split", "-o"])
+            .arg(&output)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let names = || -> Vec<String> {
+            std::fs::read_dir(&dir)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .filter(|n| n != "long.bbl")
+                .collect()
+        };
+        // Wait for the first session's temporary file, then interrupt.
+        while names().is_empty() {
+            assert!(child.try_wait().unwrap().is_none(), "salvage ended first");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let killed = std::process::Command::new("kill")
+            .args([&format!("-{signal}"), &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        assert_eq!(child.wait().unwrap().code(), Some(130), "SIG{signal}");
+        assert_eq!(names(), Vec::<String>::new(), "SIG{signal}");
+    }
+}
+
+#[test]
 fn every_byte_is_accounted_for_once() {
     let dir = temp_dir("accounting");
     let mut files = vec![demo(), damaged_demo(&dir, 20_000, 300)];

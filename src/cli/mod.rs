@@ -183,6 +183,7 @@ pub fn main() -> u8 {
         }
     };
     terminal::set_quiet(cli.quiet);
+    output::clean_up_on_interrupt();
     let result = match cli.command {
         Command::Check(args) => check::run(&args),
         Command::Export(args) => export::run(&args),

@@ -1,10 +1,55 @@
 //! Output files that appear whole or not at all: written to a temporary file in the target
-//! directory, renamed into place on commit, removed if dropped uncommitted.
+//! directory, renamed into place on commit, removed if dropped uncommitted or if the process is
+//! interrupted.
 
 use super::Error;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+
+/// The exit code after an interruption (Ctrl-C, SIGTERM or SIGHUP), as shells report SIGINT.
+pub const EXIT_INTERRUPTED: i32 = 130;
+
+/// Temporary files not yet moved into place or removed. Creating, committing and removing one
+/// hold the lock, so an interruption sees each file either pending or done.
+static PENDING: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+fn pending() -> MutexGuard<'static, Vec<PathBuf>> {
+    PENDING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// On an interruption, remove every temporary output file and exit with [`EXIT_INTERRUPTED`]:
+/// no partial file is left behind, and no output file appears.
+pub fn clean_up_on_interrupt() {
+    // Without a handler (one is already set) the default action stands: the process ends.
+    let _ = ctrlc::set_handler(|| {
+        // The lock is held to the exit: no file is created or committed meanwhile.
+        let pending = pending();
+        for temp in pending.iter() {
+            let _ = std::fs::remove_file(temp);
+        }
+        std::process::exit(EXIT_INTERRUPTED);
+    });
+}
+
+/// Create the temporary file `temp`, registered for removal on an interruption.
+fn create_pending(temp: &Path) -> io::Result<File> {
+    let mut pending = pending();
+    let file = File::create(temp)?;
+    pending.push(temp.to_owned());
+    Ok(file)
+}
+
+/// Move the temporary file `temp` to `path`, or remove it: either way it is no longer pending.
+fn settle(temp: &Path, path: Option<&Path>) -> io::Result<()> {
+    let mut pending = pending();
+    pending.retain(|p| p != temp);
+    match path {
+        Some(path) => std::fs::rename(temp, path),
+        None => std::fs::remove_file(temp),
+    }
+}
 
 /// A file being written; it replaces `path` only when [`AtomicFile::commit`] is called.
 pub struct AtomicFile {
@@ -20,7 +65,7 @@ impl AtomicFile {
             .file_name()
             .map_or_else(|| "output".into(), |n| n.to_string_lossy().into_owned());
         let temp = path.with_file_name(format!(".{name}.{}.partial", std::process::id()));
-        let file = File::create(&temp).map_err(|e| Error::io(&temp, e))?;
+        let file = create_pending(&temp).map_err(|e| Error::io(&temp, e))?;
         Ok(AtomicFile {
             path: path.to_owned(),
             temp,
@@ -73,16 +118,17 @@ pub struct ClosedFile {
 impl ClosedFile {
     /// Move the file into place.
     pub fn commit(mut self) -> Result<(), Error> {
-        std::fs::rename(&self.temp, &self.path).map_err(|e| Error::io(&self.path, e))?;
-        self.committed = true;
-        Ok(())
+        let moved = settle(&self.temp, Some(&self.path));
+        // Not pending any more: on failure the drop removes what is left.
+        self.committed = moved.is_ok();
+        moved.map_err(|e| Error::io(&self.path, e))
     }
 }
 
 impl Drop for ClosedFile {
     fn drop(&mut self) {
         if !self.committed {
-            let _ = std::fs::remove_file(&self.temp);
+            let _ = settle(&self.temp, None);
         }
     }
 }
@@ -104,7 +150,7 @@ impl Write for AtomicFile {
 impl Drop for AtomicFile {
     fn drop(&mut self) {
         if self.writer.take().is_some() {
-            let _ = std::fs::remove_file(&self.temp);
+            let _ = settle(&self.temp, None);
         }
     }
 }
