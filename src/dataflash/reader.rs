@@ -253,6 +253,9 @@ struct Scanner<'a> {
     session_messages: u64,
     /// The TimeUS of the last accepted message that has one, in the current session.
     last_time: Option<u64>,
+    /// The TimeUS before it, when it paused (lay more than [`TIME_BACK_US`], and at most
+    /// [`TIME_AHEAD_US`], after it).
+    pause_from: Option<u64>,
     /// Where the old data being skipped starts (see [`Scan::old_data`]).
     old_from: Option<usize>,
     old_data: Vec<(u64, u64)>,
@@ -292,12 +295,14 @@ const TIME_BACK_US: u64 = 1_000_000;
 /// How far it may lie after it (a log written while disarmed is sparse: seconds between messages).
 const TIME_AHEAD_US: u64 = 60_000_000;
 
-/// Messages without a TimeUS passed over after one whose TimeUS jumps, looking for one that has
-/// a TimeUS to agree or not.
+/// Messages looked at after one whose TimeUS jumps, for one that has a TimeUS to agree or not.
 const TIME_WITNESSES: usize = 4;
 
-/// How far past a message whose TimeUS jumps its witness is looked for.
-const WITNESS_REACH: usize = 4096;
+/// Whether a TimeUS `after_last` µs after the last one pauses: it lies further ahead than a late
+/// sample could, but not so far that the messages after it must share the jump.
+fn is_pause(after_last: i64) -> bool {
+    (TIME_BACK_US as i64 + 1..=TIME_AHEAD_US as i64).contains(&after_last)
+}
 
 /// How far `time` lies after `reference` (negative: before it); a 32-bit TimeUS (`narrow`)
 /// wraps.
@@ -439,68 +444,47 @@ impl Scanner<'_> {
         Witness::Message(message.time_us(), at + len)
     }
 
-    /// What a message's TimeUS `time` says. Plausible when at most [`TIME_BACK_US`] away from the
-    /// last accepted TimeUS. A jump further is tested on the next timed message that will be
-    /// accepted whatever else happens (it ends in step; a FMT may yet be refused, and damaged
-    /// bytes are passed over, up to [`WITNESS_REACH`] bytes on), so the verdict is the same where
-    /// the bytes between accepted messages are gone (a salvaged log):
-    /// - a pause of up to [`TIME_AHEAD_US`] is plausible unless that TimeUS falls back before it:
-    ///   then its own TimeUS was damaged (a flipped high bit moves it 16 s or more ahead);
-    /// - a longer jump ahead is plausible when that TimeUS shares it (lost data, or a long pause),
-    ///   and damage otherwise;
-    /// - a jump back that it shares is where an earlier log's data starts; otherwise damage.
-    ///
-    /// Without a witness in reach a pause stands and other jumps are damage, except at the end of
-    /// the data, where any jump stands.
+    /// What a message's TimeUS `time` says: plausible when at most [`TIME_BACK_US`] before the last
+    /// accepted TimeUS or [`TIME_AHEAD_US`] after it, or when the messages right after it share the
+    /// jump (a gap in the log: lost data or a pause); a jump back they share is where an earlier
+    /// log's data starts. Only messages that will be accepted whatever else happens witness it
+    /// (they share its time, and end in step), so the verdict is the same where the bytes between
+    /// accepted messages are gone (a salvaged log); a jump with no witness is damage, except at
+    /// the end of the data.
     fn timing(&self, time: u64, narrow: bool, end: usize) -> Timing {
         let Some(last) = self.last_time else {
             return Timing::Plausible;
         };
         let after_last = time_after(last, time, narrow);
-        if (-(TIME_BACK_US as i64)..=TIME_BACK_US as i64).contains(&after_last) {
+        if (-(TIME_BACK_US as i64)..=TIME_AHEAD_US as i64).contains(&after_last) {
             return Timing::Plausible;
         }
-        let pause = (1..=TIME_AHEAD_US as i64).contains(&after_last);
-        let reach = end.saturating_add(WITNESS_REACH);
+        // Back to where the last message paused from: that pause was a damaged TimeUS (a high bit
+        // flipped moves it 16 s or more ahead), and this is no earlier log's data.
+        if let Some(from) = self.pause_from
+            && (-(TIME_BACK_US as i64)..=TIME_AHEAD_US as i64)
+                .contains(&time_after(from, time, narrow))
+        {
+            return Timing::Plausible;
+        }
         let mut at = end;
-        let mut untimed = 0;
-        while at <= reach && untimed < TIME_WITNESSES {
+        for _ in 0..TIME_WITNESSES {
             match self.witness_at(at) {
                 Witness::Message(Some(next), _) => {
-                    let next_after = time_after(time, next, narrow);
-                    let shared = if pause {
-                        next_after >= -(TIME_BACK_US as i64)
-                    } else {
-                        next_after.unsigned_abs() <= TIME_BACK_US
-                    };
+                    let shared = time_after(time, next, narrow).unsigned_abs() <= TIME_BACK_US;
                     return match shared {
                         true if after_last < 0 => Timing::OldData,
                         true => Timing::Plausible,
                         false => Timing::Damaged,
                     };
                 }
-                Witness::Message(None, next_at) => {
-                    at = next_at;
-                    untimed += 1;
-                }
+                Witness::Message(None, next_at) => at = next_at,
                 // Nothing after it to tell, here or where the damaged bytes are gone.
                 Witness::End => return Timing::Plausible,
-                Witness::Unfit => {
-                    // The next header in reach; past the last one, the end of the data.
-                    let stop = reach.saturating_add(HEADER.len()).min(self.data.len());
-                    at = match memchr::memmem::find(&self.data[at + 1..stop], &HEADER) {
-                        Some(i) => at + 1 + i,
-                        None if stop == self.data.len() => stop,
-                        None => break,
-                    };
-                }
+                Witness::Unfit => return Timing::Damaged,
             }
         }
-        if pause {
-            Timing::Plausible
-        } else {
-            Timing::Damaged
-        }
+        Timing::Damaged
     }
 
     /// Whether a message ending at `at` ends in sync: another message starts there (`A3 95` and a
@@ -681,7 +665,11 @@ impl Scanner<'_> {
                 sink.session(pos as u64);
             }
             self.session_messages += 1;
-            if time.is_some() {
+            if let Some(t) = time {
+                let narrow = format.fields.first().is_some_and(|f| f.size() < 8);
+                self.pause_from = self
+                    .last_time
+                    .filter(|&last| is_pause(time_after(last, t, narrow)));
                 self.last_time = time;
             }
             sink.message(&message);
@@ -786,6 +774,7 @@ pub fn scan_with<S: Sink>(data: &[u8], rules: Rules, formats: Formats, sink: &mu
         session_formats: SessionTables::default(),
         session_messages: 0,
         last_time: None,
+        pause_from: None,
         old_from: None,
         old_data: Vec::new(),
     }
@@ -896,38 +885,37 @@ mod tests {
     }
 
     #[test]
-    fn a_timeus_flipped_a_few_seconds_ahead_is_damage_not_the_start_of_old_data() {
+    fn a_timeus_flipped_a_few_seconds_ahead_does_not_make_the_rest_old_data() {
         // One bit flipped in the fourth TimeUS byte moves it 16.8 s ahead, inside the pause a
-        // log may hold. Had it been taken, every later message would have lain 16.8 s behind it,
-        // as an earlier log's data does.
+        // log may hold, so it is taken. The messages after it lie 16.8 s behind it, as an earlier
+        // log's data would, but they continue from before the pause: the log goes on.
+        let flipped = 1_020_000 + (1 << 24);
         let times = [
-            1_000_000,
-            1_010_000,
-            1_020_000 + (1 << 24),
-            1_030_000,
-            1_040_000,
-            1_050_000,
+            1_000_000, 1_010_000, flipped, 1_030_000, 1_040_000, 1_050_000,
         ];
         let log = timed(&times, false);
-        assert_eq!(
-            times_accepted(&log, false),
-            [1_000_000, 1_010_000, 1_030_000, 1_040_000, 1_050_000]
-        );
+        assert_eq!(times_accepted(&log, false), times);
         let (_, scan) = thorough(&log);
         assert_eq!(scan.old_data, []);
-        assert_eq!(scan.gaps.len(), 1);
-        assert_eq!(scan.gaps[0].reason, DamageReason::ImplausibleTime);
-        // Damage after the next message does not hide the messages that fall back: the verdict
-        // is the one the salvaged log, without the damage, gets.
+        assert_eq!(scan.gaps, []);
+        // Likewise with damage after the next message.
         let next = 89 + 3 * 11;
         let mut garbled = log[..next + 11].to_vec();
         garbled.extend_from_slice(&[0x55; 300]);
         garbled.extend_from_slice(&log[next + 11..]);
         assert_eq!(
             times_accepted(&garbled, false),
-            [1_000_000, 1_010_000, 1_040_000, 1_050_000]
+            [1_000_000, 1_010_000, flipped, 1_040_000, 1_050_000]
         );
         assert_eq!(thorough(&garbled).1.old_data, []);
+        // A real pause followed by an earlier log's data is still old data.
+        let mut log = timed(&[100_000_000, 100_010_000, 104_000_000], false);
+        log.extend_from_slice(&timed(&[20_000_000, 20_010_000], false)[89..]);
+        assert_eq!(
+            times_accepted(&log, false),
+            [100_000_000, 100_010_000, 104_000_000]
+        );
+        assert_eq!(thorough(&log).1.old_data[0].0, 89 + 33);
     }
 
     #[test]
