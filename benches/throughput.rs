@@ -87,6 +87,13 @@ fn bench(c: &mut Criterion) {
             )
         })
     });
+    group.bench_function("bbcheck check, sessions on 2 threads", |b| {
+        b.iter(|| {
+            bbcheck::blackbox::decode_in_parallel("bench", &data, 2, |_| {
+                bbcheck::blackbox::decoder::Discard
+            })
+        })
+    });
     group.bench_function("bbcheck export --jsonl", |b| {
         let reached = AtomicU64::new(0);
         b.iter(|| {

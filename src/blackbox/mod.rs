@@ -15,7 +15,7 @@ pub mod predictor;
 pub mod salvage;
 pub mod writer;
 
-use crate::report::{FileReport, Region, RegionKind};
+use crate::report::{FileReport, Region, RegionKind, SessionReport};
 use decoder::{SessionBounds, SessionDecoder, Sink, Validation};
 use header::{Header, LOG_START_MARKER};
 
@@ -82,33 +82,107 @@ pub fn decode_with<S: Sink>(
     mut on_session: impl FnMut(&Session, &mut S),
     sink: &mut S,
 ) -> FileReport {
-    // Headers are parsed one session at a time: a file of many sessions never holds them all.
-    let bounds = find_sessions(file);
-    let session = |bounds: SessionBounds| Session {
-        header: Header::parse(file, bounds.start, bounds.end),
-        bounds,
-    };
-    let mut regions = Vec::new();
-    let first_start = bounds.first().map_or(file.len(), |b| b.start);
-    if first_start > 0 {
-        regions.push(Region {
-            start: 0,
-            end: first_start as u64,
-            kind: RegionKind::NonLogData,
-        });
-    }
-    // Whether the file was copied in text mode, decided on the first session's data.
-    let mut text_mode = None;
-    let reports = bounds
-        .into_iter()
-        .map(|b| {
-            let session = session(b);
-            let converted = *text_mode.get_or_insert_with(|| copied_in_text_mode(file, &session));
+    let plan = Plan::of(file);
+    let reports = plan
+        .bounds
+        .iter()
+        .map(|&bounds| {
+            let session = Plan::parse(file, bounds);
             on_session(&session, sink);
-            SessionDecoder::new(file, &session.header, session.bounds, validation)
-                .text_mode(converted)
-                .run(sink)
+            plan.decoder(file, &session, validation).run(sink)
         })
         .collect();
-    FileReport::new(path.to_owned(), file.len() as u64, reports, regions)
+    plan.report(path, file, reports)
+}
+
+/// [`decode`] with the sessions shared among `workers` threads, each passing its frames to the
+/// sink `sink_of` makes for it (frames of different sessions interleave). The report is the one
+/// [`decode`] gives: sessions decode independently of each other.
+pub fn decode_in_parallel<S: Sink>(
+    path: &str,
+    file: &[u8],
+    workers: usize,
+    sink_of: impl Fn(usize) -> S + Sync,
+) -> FileReport {
+    let plan = Plan::of(file);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let workers = workers.clamp(1, plan.bounds.len().max(1));
+    let mut decoded: Vec<(usize, SessionReport)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|worker| {
+                let (plan, next, sink_of) = (&plan, &next, &sink_of);
+                scope.spawn(move || {
+                    let mut sink = sink_of(worker);
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(&bounds) = plan.bounds.get(i) else {
+                            return done;
+                        };
+                        let session = Plan::parse(file, bounds);
+                        let report = plan
+                            .decoder(file, &session, Validation::Thorough)
+                            .run(&mut sink);
+                        done.push((i, report));
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    });
+    decoded.sort_unstable_by_key(|&(i, _)| i);
+    plan.report(path, file, decoded.into_iter().map(|(_, r)| r).collect())
+}
+
+/// What decoding a file takes before its sessions: where they are, and whether the file was
+/// copied in text mode (decided on the first session's data).
+struct Plan {
+    bounds: Vec<SessionBounds>,
+    text_mode: bool,
+}
+
+impl Plan {
+    fn of(file: &[u8]) -> Plan {
+        let bounds = find_sessions(file);
+        let text_mode = bounds
+            .first()
+            .is_some_and(|&b| copied_in_text_mode(file, &Plan::parse(file, b)));
+        Plan { bounds, text_mode }
+    }
+
+    /// The session at `bounds`, its header parsed (one at a time: a file of many sessions never
+    /// holds them all).
+    fn parse(file: &[u8], bounds: SessionBounds) -> Session {
+        Session {
+            header: Header::parse(file, bounds.start, bounds.end),
+            bounds,
+        }
+    }
+
+    fn decoder<'a>(
+        &self,
+        file: &'a [u8],
+        session: &'a Session,
+        validation: Validation,
+    ) -> SessionDecoder<'a> {
+        SessionDecoder::new(file, &session.header, session.bounds, validation)
+            .text_mode(self.text_mode)
+    }
+
+    /// The file's report: its sessions' reports, and the bytes before the first session.
+    fn report(&self, path: &str, file: &[u8], reports: Vec<SessionReport>) -> FileReport {
+        let mut regions = Vec::new();
+        let first_start = self.bounds.first().map_or(file.len(), |b| b.start);
+        if first_start > 0 {
+            regions.push(Region {
+                start: 0,
+                end: first_start as u64,
+                kind: RegionKind::NonLogData,
+            });
+        }
+        FileReport::new(path.to_owned(), file.len() as u64, reports, regions)
+    }
 }

@@ -4,10 +4,7 @@ use super::{
     Detected, EXIT_CLEAN, EXIT_DAMAGED, EXIT_ERROR, Error, LogFormat, detect, html, input,
     terminal, terminal::Paint,
 };
-use crate::blackbox::{
-    self,
-    decoder::{Discard, Sink},
-};
+use crate::blackbox::{self, decoder::Discard};
 use crate::dataflash::{self, DataflashReport};
 use crate::report::{FileReport, SessionReport, seconds};
 use indicatif::ProgressBar;
@@ -58,11 +55,13 @@ impl Checked {
 }
 
 /// Check `data`, the bytes of `path`, read as `format`; Blackbox frames go to `sink`.
+/// Check `data`, a Blackbox log's sessions shared among as many threads as `reached` has offsets
+/// (each noting where its thread has reached).
 pub fn check_data(
     path: &Path,
     data: &[u8],
     format: LogFormat,
-    sink: &mut impl Sink,
+    reached: &[AtomicU64],
 ) -> Result<Checked, Error> {
     let name = input::name(path);
     match detect(path, data, format)? {
@@ -71,11 +70,14 @@ pub fn check_data(
             path: path.to_owned(),
             size: data.len() as u64,
         }),
-        Detected::Blackbox => Ok(Checked::Blackbox(blackbox::decode(
+        Detected::Blackbox => Ok(Checked::Blackbox(blackbox::decode_in_parallel(
             &name,
             data,
-            |_, _| {},
-            sink,
+            reached.len(),
+            |worker| input::Reached {
+                inner: Discard,
+                reached: &reached[worker],
+            },
         ))),
     }
 }
@@ -158,18 +160,15 @@ fn jobs(paths: &[PathBuf]) -> Result<Vec<Job>, Error> {
     Ok(out)
 }
 
-fn check_one(job: &Job, args: &Args, reached: &AtomicU64) -> Outcome {
+/// Check one file; `reached` holds an offset per thread its sessions may share.
+fn check_one(job: &Job, args: &Args, reached: &[AtomicU64]) -> Outcome {
     let checked = input::open(&job.path).and_then(|data| {
         let (report, timeline) = input::bounded(&data, reached, &ProgressBar::hidden(), || {
             if job.page.is_some() {
-                return html::check(&job.path, &data, args.format, reached)
+                return html::check(&job.path, &data, args.format, &reached[0])
                     .map(|(r, t)| (r, Some(t)));
             }
-            let mut sink = input::Reached {
-                inner: Discard,
-                reached,
-            };
-            check_data(&job.path, &data, args.format, &mut sink).map(|r| (r, None))
+            check_data(&job.path, &data, args.format, reached).map(|r| (r, None))
         })?;
         if let (Some(page), Some(timeline)) = (&job.page, &timeline) {
             html::write(page, &report, timeline, &data)?;
@@ -243,10 +242,13 @@ pub fn run(args: &Args) -> Result<u8, Error> {
         }
         index = pages.index;
     }
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .clamp(1, jobs.len());
-    let reached: Vec<AtomicU64> = (0..workers).map(|_| AtomicU64::new(0)).collect();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let workers = cores.clamp(1, jobs.len());
+    // Cores left over when there are fewer files than cores go to the sessions of each file.
+    let per_file = (cores / workers).max(1);
+    let reached: Vec<Vec<AtomicU64>> = (0..workers)
+        .map(|_| (0..per_file).map(|_| AtomicU64::new(0)).collect())
+        .collect();
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let total: u64 = jobs.iter().map(|j| j.size).sum();
@@ -266,9 +268,10 @@ pub fn run(args: &Args) -> Result<u8, Error> {
                 while !stop.load(Ordering::Relaxed) {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(job) = jobs.get(i) else { break };
-                    reached.store(0, Ordering::Relaxed);
                     let outcome = check_one(job, args, reached);
-                    reached.store(0, Ordering::Relaxed);
+                    for r in reached {
+                        r.store(0, Ordering::Relaxed);
+                    }
                     if tx.send((i, job.size, outcome)).is_err() {
                         break;
                     }
@@ -287,7 +290,12 @@ pub fn run(args: &Args) -> Result<u8, Error> {
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
             }
-            let in_flight: u64 = reached.iter().map(|r| r.load(Ordering::Relaxed)).sum();
+            // A file's sessions are taken in file order: its furthest thread tells how far it is.
+            let in_flight: u64 = reached
+                .iter()
+                .map(|file| file.iter().map(|r| r.load(Ordering::Relaxed)).max())
+                .map(Option::unwrap_or_default)
+                .sum();
             bar.set_position((done + in_flight).min(total));
             while let Some(outcome) = pending.remove(&next_out) {
                 next_out += 1;

@@ -64,9 +64,12 @@ fn csv_destination(args: &Args) -> Result<(PathBuf, String), Error> {
 /// Export a DataFlash log (its mapped pages released as the scans go by).
 fn run_dataflash(args: &Args, input: &input::Input) -> Result<u8, Error> {
     let unknown = AtomicU64::new(0);
-    input::bounded(input, &unknown, &ProgressBar::hidden(), || {
-        export_dataflash(args, input)
-    })
+    input::bounded(
+        input,
+        std::slice::from_ref(&unknown),
+        &ProgressBar::hidden(),
+        || export_dataflash(args, input),
+    )
 }
 
 fn export_dataflash(args: &Args, data: &[u8]) -> Result<u8, Error> {
@@ -130,7 +133,7 @@ pub fn run(args: &Args) -> Result<u8, Error> {
     let bar = input::progress_bar(data.len() as u64);
     let report = if args.jsonl {
         let stdout = io::stdout();
-        input::bounded(&data, &reached, &bar, || {
+        input::bounded(&data, std::slice::from_ref(&reached), &bar, || {
             write_jsonl(&name, &data, stdout.lock(), &reached)
         })
         .map_err(|e| Error::io(Path::new("<stdout>"), e))?
@@ -140,7 +143,7 @@ pub fn run(args: &Args) -> Result<u8, Error> {
             inner: CsvSink::new(dir, stem),
             reached: &reached,
         };
-        let report = input::bounded(&data, &reached, &bar, || {
+        let report = input::bounded(&data, std::slice::from_ref(&reached), &bar, || {
             blackbox::decode(
                 &name,
                 &data,

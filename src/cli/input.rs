@@ -69,13 +69,13 @@ pub fn open(path: &Path) -> Result<Input, Error> {
     Ok(Input::Mapped(map))
 }
 
-/// Run `work` on `input`, releasing the mapped pages more than [`WINDOW`] away from `reached` (an
-/// offset the work updates as it goes) while it runs, and showing `reached` on `bar`. Work that
-/// does not say where it is leaves `reached` at 0: pages released under it are read again from
-/// the file.
+/// Run `work` on `input`, releasing the mapped pages more than [`WINDOW`] away from every offset
+/// in `reached` (each updated by one thread of the work as it goes) while it runs, and showing the
+/// furthest on `bar`. Work that does not say where it is leaves its offset at 0: pages released
+/// under it are read again from the file.
 pub fn bounded<T>(
     input: &Input,
-    reached: &AtomicU64,
+    reached: &[AtomicU64],
     bar: &ProgressBar,
     work: impl FnOnce() -> T,
 ) -> T {
@@ -91,17 +91,19 @@ pub fn bounded<T>(
     let done = AtomicBool::new(false);
     let result = std::thread::scope(|scope| {
         scope.spawn(|| {
+            let mut at = Vec::with_capacity(reached.len());
             for tick in 1u64.. {
                 if done.load(Ordering::Relaxed) {
                     break;
                 }
                 std::thread::sleep(TICK);
-                let at = reached.load(Ordering::Relaxed);
+                at.clear();
+                at.extend(reached.iter().map(|r| r.load(Ordering::Relaxed)));
                 if let Some(map) = map {
-                    release_outside(map, at);
+                    release_outside(map, &mut at);
                 }
                 if tick % 100 == 0 {
-                    bar.set_position(at);
+                    bar.set_position(at.iter().copied().max().unwrap_or(0));
                 }
             }
         });
@@ -128,19 +130,25 @@ pub fn progress_bar(total: u64) -> ProgressBar {
     bar
 }
 
-/// Drop the pages of `map` outside [`WINDOW`] on either side of `reached` from memory.
-fn release_outside(map: &Mmap, reached: u64) {
-    let reached = usize::try_from(reached)
-        .unwrap_or(usize::MAX)
-        .min(map.len());
-    let low = reached.saturating_sub(WINDOW);
-    let high = reached.saturating_add(WINDOW).min(map.len());
-    // SAFETY: the map is a shared, read-only file mapping: dropping its pages only makes the next
-    // access read them again from the file, so every borrow of the bytes stays valid. Failure
-    // only means the pages stay resident.
+/// Drop the pages of `map` outside [`WINDOW`] on either side of each offset in `reached` from
+/// memory.
+fn release_outside(map: &Mmap, reached: &mut [u64]) {
+    reached.sort_unstable();
+    let mut from = 0;
+    for &at in reached.iter() {
+        let at = usize::try_from(at).unwrap_or(usize::MAX).min(map.len());
+        let low = at.saturating_sub(WINDOW).max(from);
+        // SAFETY: the map is a shared, read-only file mapping: dropping its pages only makes the
+        // next access read them again from the file, so every borrow of the bytes stays valid.
+        // Failure only means the pages stay resident.
+        unsafe {
+            let _ = map.unchecked_advise_range(UncheckedAdvice::DontNeed, from, low - from);
+        }
+        from = from.max(at.saturating_add(WINDOW).min(map.len()));
+    }
+    // SAFETY: as above.
     unsafe {
-        let _ = map.unchecked_advise_range(UncheckedAdvice::DontNeed, 0, low);
-        let _ = map.unchecked_advise_range(UncheckedAdvice::DontNeed, high, map.len() - high);
+        let _ = map.unchecked_advise_range(UncheckedAdvice::DontNeed, from, map.len() - from);
     }
 }
 

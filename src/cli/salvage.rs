@@ -187,10 +187,15 @@ pub fn run(args: &Args) -> Result<u8, Error> {
     let reached = AtomicU64::new(0);
     let mut printed = String::new();
     let bar = input::progress_bar(data.len() as u64);
-    let code = input::bounded(&data, &reached, &bar, || match detected {
-        Detected::Dataflash => run_dataflash(args, &data, &reached, &mut printed),
-        Detected::Blackbox => run_blackbox(args, &data, &reached, &mut printed),
-    })?;
+    let code = input::bounded(
+        &data,
+        std::slice::from_ref(&reached),
+        &bar,
+        || match detected {
+            Detected::Dataflash => run_dataflash(args, &data, &reached, &mut printed),
+            Detected::Blackbox => run_blackbox(args, &data, &reached, &mut printed),
+        },
+    )?;
     io::stdout()
         .write_all(printed.as_bytes())
         .map_err(|e| Error::io(Path::new("<stdout>"), e))?;
