@@ -237,11 +237,16 @@ pub fn dataflash_salvage(data: &[u8]) {
     assert_eq!(again.bytes, salvaged.bytes, "salvage is not idempotent");
 }
 
-/// Decode any bytes as a Blackbox log: never panics, and the report accounts for every byte once.
+/// Decode any bytes as a Blackbox log: never panics, the report accounts for every byte once, and
+/// sessions shared among threads give the same report.
 pub fn blackbox_check(data: &[u8]) {
     let report = blackbox::decode("fuzz", data, |_, _| {}, &mut Discard);
     if let Err(e) = report.check_accounting() {
         panic!("byte accounting broken: {e}");
+    }
+    if report.sessions.len() > 1 {
+        let shared = blackbox::decode_in_parallel("fuzz", data, 2, |_| Discard);
+        assert_eq!(shared, report, "sessions on two threads");
     }
 }
 
