@@ -75,6 +75,9 @@ pub trait Sink {
     fn frame(&mut self, _frame: &Frame<'_>) {}
     /// An accepted event.
     fn event(&mut self, _event: &EventFrame<'_>) {}
+    /// The bytes before `offset` were searched for sessions, which happens to the whole file
+    /// before any session is decoded; they are not read again until their session is.
+    fn searched(&mut self, _offset: usize) {}
 }
 
 /// A sink that keeps nothing (for `check`).

@@ -21,7 +21,28 @@ use header::{Header, LOG_START_MARKER};
 
 /// Byte ranges of the sessions in `file`: each starts at a log start marker and runs to the next.
 pub fn find_sessions(file: &[u8]) -> Vec<SessionBounds> {
-    let starts: Vec<usize> = memchr::memmem::find_iter(file, LOG_START_MARKER).collect();
+    find_sessions_telling(file, &mut |_| {})
+}
+
+/// Bytes searched for log start markers between two calls of [`find_sessions_telling`]'s `searched`.
+const SEARCH_STEP: usize = 4 << 20;
+
+/// [`find_sessions`], telling `searched` how far the search has gone every [`SEARCH_STEP`] bytes
+/// (so that a mapped file's pages behind can be released as it goes).
+fn find_sessions_telling(file: &[u8], searched: &mut dyn FnMut(usize)) -> Vec<SessionBounds> {
+    let finder = memchr::memmem::Finder::new(LOG_START_MARKER);
+    let mut starts = Vec::new();
+    let mut from = 0;
+    while from < file.len() {
+        let to = from.saturating_add(SEARCH_STEP).min(file.len());
+        // A marker starting before `to` may end after it.
+        let window = &file[from..to
+            .saturating_add(LOG_START_MARKER.len() - 1)
+            .min(file.len())];
+        starts.extend(finder.find_iter(window).map(|at| from + at));
+        searched(to);
+        from = to;
+    }
     starts
         .iter()
         .enumerate()
@@ -82,7 +103,7 @@ pub fn decode_with<S: Sink>(
     mut on_session: impl FnMut(&Session, &mut S),
     sink: &mut S,
 ) -> FileReport {
-    let plan = Plan::of(file);
+    let plan = Plan::of(file, sink);
     let reports = plan
         .bounds
         .iter()
@@ -104,7 +125,7 @@ pub fn decode_in_parallel<S: Sink>(
     workers: usize,
     sink_of: impl Fn(usize) -> S + Sync,
 ) -> FileReport {
-    let plan = Plan::of(file);
+    let plan = Plan::of(file, &mut sink_of(0));
     let next = std::sync::atomic::AtomicUsize::new(0);
     let workers = workers.clamp(1, plan.bounds.len().max(1));
     let mut decoded: Vec<(usize, SessionReport)> = std::thread::scope(|scope| {
@@ -145,8 +166,9 @@ struct Plan {
 }
 
 impl Plan {
-    fn of(file: &[u8]) -> Plan {
-        let bounds = find_sessions(file);
+    /// Find the sessions, telling `sink` how far the search has gone.
+    fn of(file: &[u8], sink: &mut impl Sink) -> Plan {
+        let bounds = find_sessions_telling(file, &mut |offset| sink.searched(offset));
         let text_mode = bounds
             .first()
             .is_some_and(|&b| copied_in_text_mode(file, &Plan::parse(file, b)));
@@ -184,5 +206,33 @@ impl Plan {
             });
         }
         FileReport::new(path.to_owned(), file.len() as u64, reports, regions)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markers_across_the_search_steps_are_found_once_and_the_search_tells_its_progress() {
+        let mut file = vec![0u8; 3 * SEARCH_STEP + 100];
+        let starts = [
+            0,
+            SEARCH_STEP - 10,
+            2 * SEARCH_STEP - 1,
+            2 * SEARCH_STEP + 500,
+        ];
+        for &at in &starts {
+            file[at..at + LOG_START_MARKER.len()].copy_from_slice(LOG_START_MARKER);
+        }
+        let mut told = Vec::new();
+        let bounds = find_sessions_telling(&file, &mut |offset| told.push(offset));
+        let found: Vec<usize> = bounds.iter().map(|b| b.start).collect();
+        assert_eq!(found, starts);
+        assert_eq!(bounds.last().map(|b| b.end), Some(file.len()));
+        assert_eq!(
+            told,
+            [SEARCH_STEP, 2 * SEARCH_STEP, 3 * SEARCH_STEP, file.len()]
+        );
     }
 }

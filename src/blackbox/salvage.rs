@@ -69,6 +69,8 @@ pub struct SalvagedBytes {
 pub trait Output {
     /// The next bytes of session `session` (1-based, as numbered in the input).
     fn write(&mut self, session: usize, bytes: &[u8]) -> io::Result<()>;
+    /// The input before `offset` was searched for sessions (see [`Sink::searched`]).
+    fn searched(&mut self, _offset: usize) {}
 }
 
 /// Sessions held in memory, one byte vector each in input order.
@@ -431,6 +433,10 @@ impl Sink for Reencoder<'_> {
         self.note_position(event.offset, event.offset + event.len as u64);
         self.write_event(event.event);
         self.pass_on(false);
+    }
+
+    fn searched(&mut self, offset: usize) {
+        self.output.searched(offset);
     }
 }
 

@@ -6,6 +6,7 @@ use super::Error;
 use crate::blackbox::decoder::{EventFrame, Frame, Sink};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use memmap2::{Mmap, UncheckedAdvice};
+use std::cell::Cell;
 use std::io::{self, IsTerminal, Read};
 use std::ops::Deref;
 use std::path::Path;
@@ -107,7 +108,12 @@ pub fn bounded<T>(
                 }
             }
         });
+        let working = map.map(|map| {
+            WORKING_MAP.with(|m| m.set(map));
+            Working
+        });
         let result = work();
+        drop(working);
         done.store(true, Ordering::Relaxed);
         result
     });
@@ -168,4 +174,37 @@ impl<S: Sink> Sink for Reached<'_, S> {
         self.reached.store(event.offset, Ordering::Relaxed);
         self.inner.event(event);
     }
+    fn searched(&mut self, offset: usize) {
+        release_searched(offset);
+        self.inner.searched(offset);
+    }
+}
+
+thread_local! {
+    /// The mapped file [`bounded`] runs work on, on the thread that runs it (null otherwise).
+    static WORKING_MAP: Cell<*const Mmap> = const { Cell::new(std::ptr::null()) };
+}
+
+/// Clears [`WORKING_MAP`] when the work ends, panicking or not.
+struct Working;
+
+impl Drop for Working {
+    fn drop(&mut self) {
+        WORKING_MAP.with(|m| m.set(std::ptr::null()));
+    }
+}
+
+/// The work searched the mapped file up to `offset`: release the pages behind it now. A search
+/// runs at memory speed, far ahead of [`bounded`]'s releasing thread, which would leave the whole
+/// file resident for a moment.
+pub fn release_searched(offset: usize) {
+    WORKING_MAP.with(|m| {
+        let map = m.get();
+        if !map.is_null() {
+            // SAFETY: set only by `bounded`, on this thread, for as long as it borrows the map
+            // and runs the work that calls this; cleared before it returns.
+            let map = unsafe { &*map };
+            release_outside(map, &mut [offset as u64]);
+        }
+    });
 }

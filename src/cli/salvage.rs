@@ -119,6 +119,10 @@ impl Files<'_> {
 }
 
 impl blackbox::salvage::Output for Files<'_> {
+    fn searched(&mut self, offset: usize) {
+        input::release_searched(offset);
+    }
+
     fn write(&mut self, session: usize, bytes: &[u8]) -> io::Result<()> {
         if self.failed.is_some() {
             return Err(io::Error::other("writing stopped"));
