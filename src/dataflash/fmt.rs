@@ -2,9 +2,9 @@
 //! names the unit and multiplier of each column.
 //!
 //! A FMT message is `A3 95 80`, then `Type` (u8), `Length` (u8, the whole message including its
-//! 3 header bytes), `Name` (char[4]), `Format` (char[16], one character per field) and `Columns`
-//! (char[64], comma separated). FMT itself is predefined as type 0x80, 89 bytes, `BBnNZ`; a log may
-//! redefine it (FMT-of-FMT), and any type whose name is `FMT` defines formats.
+//! 3 header bytes), `Name` (`char[4]`), `Format` (`char[16]`, one character per field) and
+//! `Columns` (`char[64]`, comma separated). FMT itself is predefined as type 0x80, 89 bytes,
+//! `BBnNZ`; a log may redefine it (FMT-of-FMT), and any type whose name is `FMT` defines formats.
 
 use super::message::{Value, decode_name};
 use nom::IResult;
