@@ -125,9 +125,12 @@ pub fn decode_in_parallel<S: Sink>(
     workers: usize,
     sink_of: impl Fn(usize) -> S + Sync,
 ) -> FileReport {
+    if workers <= 1 {
+        return decode_with(Validation::Thorough, path, file, |_, _| {}, &mut sink_of(0));
+    }
     let plan = Plan::of(file, &mut sink_of(0));
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let workers = workers.clamp(1, plan.bounds.len().max(1));
+    let workers = workers.min(plan.bounds.len().max(1));
     let mut decoded: Vec<(usize, SessionReport)> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers)
             .map(|worker| {
