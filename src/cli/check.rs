@@ -54,9 +54,8 @@ impl Checked {
     }
 }
 
-/// Check `data`, the bytes of `path`, read as `format`; Blackbox frames go to `sink`.
-/// Check `data`, a Blackbox log's sessions shared among as many threads as `reached` has offsets
-/// (each noting where its thread has reached).
+/// Check `data`, the bytes of `path`, read as `format`; a Blackbox log's sessions are shared among
+/// as many threads as `reached` has offsets (each noting where its thread has reached).
 pub fn check_data(
     path: &Path,
     data: &[u8],

@@ -594,6 +594,8 @@ impl Scanner<'_> {
                 Rules::Thorough => message.time_us(),
                 Rules::Reference => None,
             };
+            // A 32-bit TimeUS wraps.
+            let narrow = format.fields.first().is_some_and(|f| f.size() < 8);
             if self.rules == Rules::Thorough {
                 let defining = defined
                     .as_ref()
@@ -612,7 +614,6 @@ impl Scanner<'_> {
                 }
                 let timing = match time {
                     Some(time) if defined.is_none() && self.old_from.is_none() => {
-                        let narrow = format.fields.first().is_some_and(|f| f.size() < 8);
                         self.timing(time, narrow, pos + message_len)
                     }
                     _ => Timing::Plausible,
@@ -666,7 +667,6 @@ impl Scanner<'_> {
             }
             self.session_messages += 1;
             if let Some(t) = time {
-                let narrow = format.fields.first().is_some_and(|f| f.size() < 8);
                 self.pause_from = self
                     .last_time
                     .filter(|&last| is_pause(time_after(last, t, narrow)));
