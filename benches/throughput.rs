@@ -1,7 +1,8 @@
 //! Throughput (criterion), side by side on the same bytes: a plain pass over the bytes (the
 //! physical yardstick: `memchr` counting frame bytes plus a byte checksum), bbcheck's `check` and
 //! `export --jsonl`, and the `blackbox-log` crate's decoder, on the largest real Betaflight log
-//! that crate supports, repeated to at least 100 MiB; then DataFlash `check` on the largest real
+//! that crate supports, repeated to at least 100 MiB; `check` on one generated session of over
+//! 100 MiB, on one thread and split between two; then DataFlash `check` on the largest real
 //! DataFlash log, repeated likewise. Without the real corpus, the shipped demo log and DataFlash
 //! seed stand in.
 
@@ -103,6 +104,33 @@ fn bench(c: &mut Criterion) {
     });
     group.bench_function("blackbox-log 0.4", |b| {
         b.iter(|| black_box(blackbox_log_main_frames(&data)))
+    });
+    group.finish();
+
+    // One session of over 100 MiB (a generated Betaflight 4 flight of about 15 minutes at 8 kHz):
+    // split between two threads.
+    let spec = bbcheck::synth::FlightSpec {
+        iterations: 14_000_000,
+        ..bbcheck::synth::FlightSpec::new(bbcheck::synth::Layout::Betaflight4)
+    };
+    let data = bbcheck::synth::flight(&spec);
+    let mut group = with_yardstick(c, "blackbox", Path::new("one long session"), &data);
+    group.bench_function("bbcheck check", |b| {
+        b.iter(|| {
+            bbcheck::blackbox::decode(
+                "bench",
+                &data,
+                |_, _| {},
+                &mut bbcheck::blackbox::decoder::Discard,
+            )
+        })
+    });
+    group.bench_function("bbcheck check, split between 2 threads", |b| {
+        b.iter(|| {
+            bbcheck::blackbox::decode_in_parallel("bench", &data, 2, |_| {
+                bbcheck::blackbox::decoder::Discard
+            })
+        })
     });
     group.finish();
 

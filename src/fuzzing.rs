@@ -238,7 +238,7 @@ pub fn dataflash_salvage(data: &[u8]) {
 }
 
 /// Decode any bytes as a Blackbox log: never panics, the report accounts for every byte once, and
-/// sessions shared among threads give the same report.
+/// sessions shared among threads, or split between them, give the same report.
 pub fn blackbox_check(data: &[u8]) {
     let report = blackbox::decode("fuzz", data, |_, _| {}, &mut Discard);
     if let Err(e) = report.check_accounting() {
@@ -247,6 +247,13 @@ pub fn blackbox_check(data: &[u8]) {
     if report.sessions.len() > 1 {
         let shared = blackbox::decode_in_parallel("fuzz", data, 2, |_| Discard);
         assert_eq!(shared, report, "sessions on two threads");
+    }
+    // A later piece can only join at an accepted I frame: without two, pieces add nothing to test.
+    if data.len() >= 512 && report.sessions.iter().any(|s| s.frames.i >= 2) {
+        // Pieces of a third: a session over two thirds of the input is split in two.
+        let piece = data.len() / 3;
+        let (split, _) = blackbox::decode_in_pieces("fuzz", data, 2, piece, |_| Discard);
+        assert_eq!(split, report, "sessions in pieces of {piece} bytes");
     }
 }
 

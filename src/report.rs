@@ -143,6 +143,19 @@ pub struct FrameCounts {
     pub e: u64,
 }
 
+impl FrameCounts {
+    /// Add the frames counted from `then` to `now`.
+    pub fn add_since(&mut self, now: &FrameCounts, then: &FrameCounts) {
+        let since = |a: u64, b: u64| a.saturating_sub(b);
+        self.i += since(now.i, then.i);
+        self.p += since(now.p, then.p);
+        self.s += since(now.s, then.s);
+        self.g += since(now.g, then.g);
+        self.h += since(now.h, then.h);
+        self.e += since(now.e, then.e);
+    }
+}
+
 /// What one session holds.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SessionReport {
@@ -170,6 +183,22 @@ pub struct SessionReport {
     pub header_problems: Vec<String>,
     pub corrupt_spans: Vec<CorruptSpan>,
     pub regions: Vec<Region>,
+}
+
+impl SessionReport {
+    /// Derive the flight's duration and mean loop time from its first and last main frames, and
+    /// put the regions in file order.
+    pub fn settle(&mut self) {
+        if let (Some(t0), Some(t1)) = (self.first_time_us, self.last_time_us) {
+            self.duration_us = Some(t1.saturating_sub(t0));
+            if let (Some(i0), Some(i1)) = (self.first_iteration, self.last_iteration)
+                && i1 > i0
+            {
+                self.loop_time_us = Some(t1.saturating_sub(t0) as f64 / f64::from(i1 - i0));
+            }
+        }
+        self.regions.sort_by_key(|g| g.start);
+    }
 }
 
 impl SessionReport {

@@ -42,3 +42,73 @@ fn sessions_decoded_on_several_threads_give_the_single_thread_report() {
     }
     assert!(sessions >= 100, "{sessions} sessions");
 }
+
+#[test]
+fn sessions_decoded_in_pieces_give_the_single_thread_report() {
+    let mut splits = blackbox::Splits::default();
+    for path in blackbox_files() {
+        let data = std::fs::read(&path).unwrap();
+        let one = blackbox::decode("log", &data, |_, _| {}, &mut Discard);
+        for (workers, piece) in [(2, 64 << 10), (3, 32 << 10), (8, 16 << 10)] {
+            let (shared, s) = blackbox::decode_in_pieces("log", &data, workers, piece, |_| Discard);
+            assert_eq!(
+                shared,
+                one,
+                "{} in pieces of {piece} bytes on {workers} threads",
+                path.display()
+            );
+            splits.pieces += s.pieces;
+            splits.joined += s.joined;
+        }
+    }
+    println!("{splits:?}");
+    assert!(splits.pieces > 0);
+}
+
+#[test]
+fn one_long_session_split_between_threads_joins_and_gives_the_single_thread_report() {
+    use bbcheck::damage::{self, Model};
+    use bbcheck::synth::{FlightSpec, Layout};
+    let spec = FlightSpec {
+        iterations: 200_000,
+        ..FlightSpec::new(Layout::Betaflight4)
+    };
+    let clean = bbcheck::synth::flight(&spec);
+    let piece = clean.len() / 3;
+    let one = blackbox::decode("log", &clean, |_, _| {}, &mut Discard);
+    assert_eq!(one.sessions.len(), 1);
+    for workers in [2, 3] {
+        let (split, splits) =
+            blackbox::decode_in_pieces("log", &clean, workers, piece, |_| Discard);
+        assert_eq!(split, one, "{workers} threads");
+        // Each later piece meets the state of the piece before soon after it starts.
+        let pieces = workers - 1;
+        assert_eq!(
+            splits,
+            blackbox::Splits {
+                pieces,
+                joined: pieces
+            }
+        );
+    }
+    // Damage anywhere, the split points included, leaves the report the single thread's.
+    let mut joined = 0;
+    for model in Model::ALL {
+        for seed in 0..3 {
+            let data = damage::damage(&clean, model, seed).data;
+            let one = blackbox::decode("log", &data, |_, _| {}, &mut Discard);
+            for workers in [2, 3] {
+                let (split, splits) =
+                    blackbox::decode_in_pieces("log", &data, workers, piece, |_| Discard);
+                assert_eq!(
+                    split,
+                    one,
+                    "{} seed {seed}, {workers} threads",
+                    model.name()
+                );
+                joined += splits.joined;
+            }
+        }
+    }
+    assert!(joined >= 50, "{joined} of 90 later pieces joined");
+}

@@ -10,10 +10,11 @@ use super::event::{Event, EventError};
 use super::frame::{FrameKind, MAX_FRAME_LEN};
 use super::group::{Group, Item, LineFeedValue};
 use super::header::Header;
-use super::ledger::{Layout, Ledger};
+use super::ledger::{self, Layout, Ledger};
 use super::predictor::{Context, Predictor};
 use crate::report::{DamageReason, FrameCounts, RegionKind, SessionReport};
 use std::collections::BTreeMap;
+use std::sync::mpsc::{Receiver, Sender};
 
 /// A main frame may not advance more iterations than this (the reference decoders' limit).
 pub const MAX_ITERATION_JUMP: u32 = 5000;
@@ -164,7 +165,7 @@ struct GpsFields {
 }
 
 /// Where and when a GPS frame placed the craft, and its ground speed in cm/s.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 struct GpsFix {
     time: u32,
     latitude: i64,
@@ -261,6 +262,76 @@ fn value_bounds(header: &Header) -> Vec<(usize, u64)> {
         })
         .collect()
 }
+
+/// A decoder's state right after an accepted I frame: everything that decides how the rest of the
+/// session decodes, but not the report so far. Two decoders in equal states decode what follows
+/// alike, so a session split between threads joins where they meet one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct State {
+    /// Where the next frame starts.
+    pub offset: usize,
+    limit: usize,
+    previous: Option<Vec<i64>>,
+    previous2: Option<Vec<i64>>,
+    home: Vec<i64>,
+    home_valid: bool,
+    gps_time_lost: bool,
+    gps_fix: Option<GpsFix>,
+    stream_valid: bool,
+    last_iteration: Option<u32>,
+    last_time: Option<u32>,
+    /// The loop time's bits: equal only when exactly equal.
+    loop_time: Option<u64>,
+    scan_gap: Option<DamageReason>,
+    group: Group,
+    before_group: Vec<i64>,
+    before_scale: Vec<i64>,
+    before_line_feeds: Vec<i64>,
+    ledger: ledger::State,
+}
+
+impl State {
+    /// Whether reports can be joined here: no corrupt span waits for what it cost, and a main
+    /// frame was recorded (so the report before this point knows where the flight starts).
+    fn joinable(&self) -> bool {
+        self.ledger.awaiting == 0 && self.ledger.last_main.is_some()
+    }
+}
+
+/// What part of a session a decoder takes when the session is split between threads.
+#[derive(Default)]
+pub struct Piece {
+    /// Start here rather than at the session's data (a later piece).
+    pub from: Option<usize>,
+    /// Send the states after this piece's first accepted I frames, before `until` (the next
+    /// piece's start), to the piece before.
+    pub publish: Option<(Sender<State>, usize)>,
+    /// States of the next piece, which starts at `from`: stop at the first one this decoder
+    /// reaches.
+    pub join: Option<(Receiver<State>, usize)>,
+}
+
+/// How a piece ended.
+pub struct PieceEnd {
+    /// The report up to [`PieceEnd::joined_at`], or of the whole rest of the session.
+    pub report: SessionReport,
+    /// Where this piece met the next one's state, if it did.
+    pub joined_at: Option<usize>,
+    /// The states this piece published, in file order.
+    pub published: Vec<Published>,
+}
+
+/// Where a piece published its state, and what its report held by then.
+pub struct Published {
+    pub offset: usize,
+    /// Bytes before this were accounted for in the report.
+    pub accounted: usize,
+    pub frames: FrameCounts,
+    pub events: BTreeMap<String, u64>,
+}
+
+/// States a piece publishes at most.
+const MAX_PUBLISHED: usize = 2048;
 
 /// Decodes one session.
 pub struct SessionDecoder<'a> {
@@ -436,9 +507,26 @@ impl<'a> SessionDecoder<'a> {
     }
 
     /// Decode every frame, passing trusted ones to `sink`, and return the session's report.
-    pub fn run(mut self, sink: &mut impl Sink) -> SessionReport {
-        self.account_header();
-        let mut pos = self.ledger.accounted;
+    pub fn run(self, sink: &mut impl Sink) -> SessionReport {
+        self.run_piece(Piece::default(), sink).report
+    }
+
+    /// Decode the frames of one piece of the session (see [`Piece`]), passing trusted ones to
+    /// `sink`.
+    pub fn run_piece(mut self, mut piece: Piece, sink: &mut impl Sink) -> PieceEnd {
+        let mut pos = match piece.from {
+            Some(from) => {
+                let from = from.clamp(self.ledger.accounted, self.bounds.end);
+                self.ledger.accounted = from;
+                from
+            }
+            None => {
+                self.account_header();
+                self.ledger.accounted
+            }
+        };
+        let mut published = Vec::new();
+        let mut pending: Option<State> = None;
         while pos < self.limit {
             let start = pos;
             let byte = self.file[start];
@@ -507,8 +595,100 @@ impl<'a> SessionDecoder<'a> {
                 self.line_feed_values.clear();
             }
             pos = next;
+            if kind == FrameKind::I && self.stream_valid {
+                self.publish(&mut piece, next, &mut published);
+                if self.meets(&mut piece, next, &mut pending) {
+                    return PieceEnd {
+                        report: self.ledger.report,
+                        joined_at: Some(next),
+                        published,
+                    };
+                }
+            }
         }
-        self.finish(sink)
+        drop(piece.publish.take());
+        PieceEnd {
+            report: self.finish(sink),
+            joined_at: None,
+            published,
+        }
+    }
+
+    /// After an accepted I frame ending at `next`: send the state to the piece before, while this
+    /// piece publishes.
+    fn publish(&self, piece: &mut Piece, next: usize, published: &mut Vec<Published>) {
+        let Some((sender, until)) = &piece.publish else {
+            return;
+        };
+        if next >= *until || published.len() >= MAX_PUBLISHED {
+            // Done before this piece may wait on the next: the piece before never waits on one
+            // that waits.
+            piece.publish = None;
+            return;
+        }
+        let state = self.state(next);
+        if !state.joinable() {
+            return;
+        }
+        let report = &self.ledger.report;
+        published.push(Published {
+            offset: next,
+            accounted: state.ledger.accounted,
+            frames: report.frames,
+            events: report.events.clone(),
+        });
+        if sender.send(state).is_err() {
+            piece.publish = None;
+        }
+    }
+
+    /// After an accepted I frame ending at `next`: whether the next piece was in this state here.
+    /// `pending` holds the next piece's first state not yet passed.
+    fn meets(&self, piece: &mut Piece, next: usize, pending: &mut Option<State>) -> bool {
+        let Some((receiver, from)) = &piece.join else {
+            return false;
+        };
+        if next <= *from {
+            return false;
+        }
+        while pending.as_ref().is_none_or(|s| s.offset < next) {
+            match receiver.recv() {
+                Ok(state) => *pending = Some(state),
+                Err(_) => {
+                    // The next piece published all it will.
+                    piece.join = None;
+                    return false;
+                }
+            }
+        }
+        pending
+            .as_ref()
+            .is_some_and(|s| s.offset == next && *s == self.state(next))
+    }
+
+    /// The state after the frame ending at `offset` (see [`State`]).
+    fn state(&self, offset: usize) -> State {
+        let h = &self.history;
+        State {
+            offset,
+            limit: self.limit,
+            previous: h.prev.map(|i| h.bufs[i].clone()),
+            previous2: h.prev2.map(|i| h.bufs[i].clone()),
+            home: self.home.clone(),
+            home_valid: self.home_valid,
+            gps_time_lost: self.gps_time_lost,
+            gps_fix: self.gps_fix,
+            stream_valid: self.stream_valid,
+            last_iteration: self.last_iteration,
+            last_time: self.last_time,
+            loop_time: self.loop_time.map(f64::to_bits),
+            scan_gap: self.scan_gap,
+            group: self.group.clone(),
+            before_group: self.before_group.clone(),
+            before_scale: self.before_scale.clone(),
+            before_line_feeds: self.before_line_feeds.clone(),
+            ledger: self.ledger.state(),
+        }
     }
 
     /// Whether `pos` is where a frame may end: the data ends, padding starts, or a frame starts.
@@ -1038,16 +1218,7 @@ impl<'a> SessionDecoder<'a> {
                 ledger.push_region(pad_start, end, kind);
             }
         }
-        let r = &mut ledger.report;
-        if let (Some(t0), Some(t1)) = (r.first_time_us, r.last_time_us) {
-            r.duration_us = Some(t1.saturating_sub(t0));
-            if let (Some(i0), Some(i1)) = (r.first_iteration, r.last_iteration)
-                && i1 > i0
-            {
-                r.loop_time_us = Some(t1.saturating_sub(t0) as f64 / f64::from(i1 - i0));
-            }
-        }
-        r.regions.sort_by_key(|g| g.start);
+        ledger.report.settle();
         self.ledger.report
     }
 }

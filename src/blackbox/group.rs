@@ -45,7 +45,7 @@ const LINE_FEED_MARGIN: f64 = 2.0;
 const MIN_LINE_FEED_STEPS: usize = 2;
 
 /// A field value that would differ had a line feed of a text-mode copy been a carriage return.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LineFeedValue {
     /// The line feed's offset in the file (values of one line feed are judged together).
     pub offset: usize,
@@ -55,7 +55,7 @@ pub struct LineFeedValue {
 }
 
 /// A frame the rules accept, waiting for the group's verdict.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Item {
     pub kind: FrameKind,
     pub start: usize,
@@ -68,7 +68,7 @@ pub struct Item {
 }
 
 /// The open group.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone, PartialEq)]
 pub struct Group {
     pub items: Vec<Item>,
     pub values: Vec<i64>,

@@ -8,7 +8,7 @@ use super::group::Item;
 use crate::report::{CorruptSpan, DamageReason, Region, RegionKind, SessionReport};
 
 /// Turns 32-bit timestamps into a monotonic 64-bit time across rollovers.
-#[derive(Default)]
+#[derive(Debug, Default, Clone, PartialEq)]
 struct Clock {
     epoch: u64,
     last: Option<u32>,
@@ -35,6 +35,19 @@ pub struct Layout {
     pub i_interval: u32,
     /// Count of logged iterations below each phase of the I interval (one more entry than phases).
     pub logged_prefix: Vec<u32>,
+}
+
+/// A ledger's state between frames (see [`Ledger::state`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct State {
+    pub accounted: usize,
+    gap: Option<DamageReason>,
+    /// Corrupt spans waiting to learn what they cost.
+    pub awaiting: usize,
+    pub last_main: Option<(u32, u64)>,
+    main_clock: Clock,
+    gps_clock: Clock,
+    log_end: bool,
 }
 
 /// Accounting and reporting for one session.
@@ -217,6 +230,19 @@ impl Ledger {
             end: end as u64,
             kind,
         });
+    }
+
+    /// What decides how the ledger goes on: all but the report's contents.
+    pub fn state(&self) -> State {
+        State {
+            accounted: self.accounted,
+            gap: self.gap,
+            awaiting: self.awaiting.len(),
+            last_main: self.last_main,
+            main_clock: self.main_clock.clone(),
+            gps_clock: self.gps_clock.clone(),
+            log_end: self.report.log_end,
+        }
     }
 
     /// Why the bytes since the last trusted frame were not trusted, if any reason is known.

@@ -11,6 +11,7 @@ pub mod frame;
 pub(crate) mod group;
 pub mod header;
 mod ledger;
+mod parallel;
 pub mod predictor;
 pub mod salvage;
 pub mod writer;
@@ -18,6 +19,7 @@ pub mod writer;
 use crate::report::{FileReport, Region, RegionKind, SessionReport};
 use decoder::{SessionBounds, SessionDecoder, Sink, Validation};
 use header::{Header, LOG_START_MARKER};
+pub use parallel::{MIN_PIECE, Splits, decode_in_parallel, decode_in_pieces};
 
 /// Byte ranges of the sessions in `file`: each starts at a log start marker and runs to the next.
 pub fn find_sessions(file: &[u8]) -> Vec<SessionBounds> {
@@ -114,51 +116,6 @@ pub fn decode_with<S: Sink>(
         })
         .collect();
     plan.report(path, file, reports)
-}
-
-/// [`decode`] with the sessions shared among `workers` threads, each passing its frames to the
-/// sink `sink_of` makes for it (frames of different sessions interleave). The report is the one
-/// [`decode`] gives: sessions decode independently of each other.
-pub fn decode_in_parallel<S: Sink>(
-    path: &str,
-    file: &[u8],
-    workers: usize,
-    sink_of: impl Fn(usize) -> S + Sync,
-) -> FileReport {
-    if workers <= 1 {
-        return decode_with(Validation::Thorough, path, file, |_, _| {}, &mut sink_of(0));
-    }
-    let plan = Plan::of(file, &mut sink_of(0));
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let workers = workers.min(plan.bounds.len().max(1));
-    let mut decoded: Vec<(usize, SessionReport)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..workers)
-            .map(|worker| {
-                let (plan, next, sink_of) = (&plan, &next, &sink_of);
-                scope.spawn(move || {
-                    let mut sink = sink_of(worker);
-                    let mut done = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(&bounds) = plan.bounds.get(i) else {
-                            return done;
-                        };
-                        let session = Plan::parse(file, bounds);
-                        let report = plan
-                            .decoder(file, &session, Validation::Thorough)
-                            .run(&mut sink);
-                        done.push((i, report));
-                    }
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-            .collect()
-    });
-    decoded.sort_unstable_by_key(|&(i, _)| i);
-    plan.report(path, file, decoded.into_iter().map(|(_, r)| r).collect())
 }
 
 /// What decoding a file takes before its sessions: where they are, and whether the file was
