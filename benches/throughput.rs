@@ -78,23 +78,7 @@ fn bench(c: &mut Criterion) {
         .unwrap_or_else(|| own("corpus/generated/demo.bbl"));
     let data = repeated(&blackbox);
     let mut group = with_yardstick(c, "blackbox", &blackbox, &data);
-    group.bench_function("bbcheck check", |b| {
-        b.iter(|| {
-            bbcheck::blackbox::decode(
-                "bench",
-                &data,
-                |_, _| {},
-                &mut bbcheck::blackbox::decoder::Discard,
-            )
-        })
-    });
-    group.bench_function("bbcheck check, sessions on 2 threads", |b| {
-        b.iter(|| {
-            bbcheck::blackbox::decode_in_parallel("bench", &data, 2, |_| {
-                bbcheck::blackbox::decoder::Discard
-            })
-        })
-    });
+    bench_check(&mut group, &data, "sessions on 2 threads");
     group.bench_function("bbcheck export --jsonl", |b| {
         let reached = AtomicU64::new(0);
         b.iter(|| {
@@ -115,23 +99,7 @@ fn bench(c: &mut Criterion) {
     };
     let data = bbcheck::synth::flight(&spec);
     let mut group = with_yardstick(c, "blackbox", Path::new("one long session"), &data);
-    group.bench_function("bbcheck check", |b| {
-        b.iter(|| {
-            bbcheck::blackbox::decode(
-                "bench",
-                &data,
-                |_, _| {},
-                &mut bbcheck::blackbox::decoder::Discard,
-            )
-        })
-    });
-    group.bench_function("bbcheck check, split between 2 threads", |b| {
-        b.iter(|| {
-            bbcheck::blackbox::decode_in_parallel("bench", &data, 2, |_| {
-                bbcheck::blackbox::decoder::Discard
-            })
-        })
-    });
+    bench_check(&mut group, &data, "split between 2 threads");
     group.finish();
 
     let dataflash = largest(&corpus().join("real/ardupilot"), &["ardupilot-"])
@@ -142,6 +110,17 @@ fn bench(c: &mut Criterion) {
         b.iter(|| bbcheck::dataflash::check("bench", &data))
     });
     group.finish();
+}
+
+/// Blackbox `check` of `data` on one thread, then on two (`two` says how they share the work).
+fn bench_check(group: &mut BenchmarkGroup<'_, WallTime>, data: &[u8], two: &str) {
+    use bbcheck::blackbox::decoder::Discard;
+    group.bench_function("bbcheck check", |b| {
+        b.iter(|| bbcheck::blackbox::decode("bench", data, |_, _| {}, &mut Discard))
+    });
+    group.bench_function(format!("bbcheck check, {two}"), |b| {
+        b.iter(|| bbcheck::blackbox::decode_in_parallel("bench", data, 2, |_| Discard))
+    });
 }
 
 /// A group measuring throughput over `data` (made from `path`), its yardstick already run.

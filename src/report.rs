@@ -199,6 +199,18 @@ impl SessionReport {
         }
         self.regions.sort_by_key(|g| g.start);
     }
+
+    /// Add a region after the others, merged with the last one when it has the same kind and
+    /// touches it; an empty one is left out.
+    pub fn push_region(&mut self, start: u64, end: u64, kind: RegionKind) {
+        if start >= end {
+            return;
+        }
+        match self.regions.last_mut() {
+            Some(last) if last.kind == kind && last.end == start => last.end = end,
+            _ => self.regions.push(Region { start, end, kind }),
+        }
+    }
 }
 
 impl SessionReport {

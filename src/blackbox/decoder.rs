@@ -263,8 +263,8 @@ fn value_bounds(header: &Header) -> Vec<(usize, u64)> {
         .collect()
 }
 
-/// A decoder's state right after an accepted I frame: everything that decides how the rest of the
-/// session decodes, but not the report so far. Two decoders in equal states decode what follows
+/// A decoder's state right after an accepted I frame (so with a valid stream): everything that
+/// decides how the rest of the session decodes, but not the report so far. Two decoders in equal states decode what follows
 /// alike, so a session split between threads joins where they meet one.
 #[derive(Debug, Clone, PartialEq)]
 pub struct State {
@@ -277,7 +277,6 @@ pub struct State {
     home_valid: bool,
     gps_time_lost: bool,
     gps_fix: Option<GpsFix>,
-    stream_valid: bool,
     last_iteration: Option<u32>,
     last_time: Option<u32>,
     /// The loop time's bits: equal only when exactly equal.
@@ -303,10 +302,10 @@ impl State {
 pub struct Piece {
     /// Start here rather than at the session's data (a later piece).
     pub from: Option<usize>,
-    /// Send the states after this piece's first accepted I frames, before `until` (the next
-    /// piece's start), to the piece before.
+    /// Where to send the states after this piece's first accepted I frames, and where the next
+    /// piece starts (none are sent from there on): for the piece before.
     pub publish: Option<(Sender<State>, usize)>,
-    /// States of the next piece, which starts at `from`: stop at the first one this decoder
+    /// The next piece's states, and where it starts: this piece stops at the first of them it
     /// reaches.
     pub join: Option<(Receiver<State>, usize)>,
 }
@@ -678,7 +677,6 @@ impl<'a> SessionDecoder<'a> {
             home_valid: self.home_valid,
             gps_time_lost: self.gps_time_lost,
             gps_fix: self.gps_fix,
-            stream_valid: self.stream_valid,
             last_iteration: self.last_iteration,
             last_time: self.last_time,
             loop_time: self.loop_time.map(f64::to_bits),

@@ -5,7 +5,7 @@ use super::decoder::{EventFrame, Frame, Sink};
 use super::event::Event;
 use super::frame::FrameKind;
 use super::group::Item;
-use crate::report::{CorruptSpan, DamageReason, Region, RegionKind, SessionReport};
+use crate::report::{CorruptSpan, DamageReason, RegionKind, SessionReport};
 
 /// Turns 32-bit timestamps into a monotonic 64-bit time across rollovers.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -213,23 +213,9 @@ impl Ledger {
         });
     }
 
-    /// Add a region, merged with the previous one of the same kind when they touch.
+    /// Add a region (see [`SessionReport::push_region`]).
     pub fn push_region(&mut self, start: usize, end: usize, kind: RegionKind) {
-        if start >= end {
-            return;
-        }
-        if let Some(last) = self.report.regions.last_mut()
-            && last.kind == kind
-            && last.end == start as u64
-        {
-            last.end = end as u64;
-            return;
-        }
-        self.report.regions.push(Region {
-            start: start as u64,
-            end: end as u64,
-            kind,
-        });
+        self.report.push_region(start as u64, end as u64, kind);
     }
 
     /// What decides how the ledger goes on: all but the report's contents.

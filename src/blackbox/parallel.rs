@@ -174,14 +174,8 @@ fn join(first: PieceEnd, later: Vec<PieceEnd>) -> (SessionReport, usize) {
                 .into_iter()
                 .filter(|s| s.start >= accounted),
         );
-        for mut region in next.regions.into_iter().filter(|r| r.end > accounted) {
-            region.start = region.start.max(accounted);
-            match report.regions.last_mut() {
-                Some(last) if last.kind == region.kind && last.end == region.start => {
-                    last.end = region.end
-                }
-                _ => report.regions.push(region),
-            }
+        for region in next.regions {
+            report.push_region(region.start.max(accounted), region.end, region.kind);
         }
         joined += 1;
         at = piece.joined_at;
