@@ -5,17 +5,10 @@
 
 mod common;
 
-use common::{bbcheck, corpus};
+use common::{TempDir, bbcheck, corpus};
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("bbcheck-csv-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+use std::path::Path;
 
 /// What `export --jsonl` says about one session.
 #[derive(Default)]
@@ -331,7 +324,7 @@ fn betaflight_logs_match_the_c_decoder_column_for_column() {
         "betaflight-2026.6.0-alpha-blackbox-log-viewer-LOG00007.BFL",
     ] {
         let path = corpus.join("real/blackbox").join(file);
-        let dir = temp_dir(&stem(&path));
+        let dir = TempDir::new(&format!("csv-{}", stem(&path)));
         export_csv(&path, &dir);
         for (index, session) in jsonl(&path) {
             let lines = read_lines(&dir.join(format!("{}.{index:02}.csv", stem(&path))));
@@ -342,7 +335,6 @@ fn betaflight_logs_match_the_c_decoder_column_for_column() {
             );
             check_betaflight_rows(&session, &lines, file);
         }
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
 
@@ -350,7 +342,7 @@ fn betaflight_logs_match_the_c_decoder_column_for_column() {
 fn a_literal_header_read_off_the_c_source() {
     let Some(corpus) = corpus() else { return };
     let path = corpus.join("real/blackbox/betaflight-4.5.3-bucksaw-btfl_005.bbl");
-    let dir = temp_dir("literal");
+    let dir = TempDir::new("csv-literal");
     export_csv(&path, &dir);
     let lines = read_lines(&dir.join("betaflight-4.5.3-bucksaw-btfl_005.01.csv"));
     // Betaflight 4.5 writes `baroAlt`, which the C decoder does not know as BaroAlt: no unit.
@@ -366,14 +358,13 @@ fn a_literal_header_read_off_the_c_source() {
          energyCumulative (mAh), flightModeFlags (flags), stateFlags (flags), \
          failsafePhase (flags), rxSignalReceived, rxFlightChannelsValid"
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn energy_is_integrated_like_the_tools_current_meter() {
     let Some(corpus) = corpus() else { return };
     let path = corpus.join("real/blackbox/betaflight-4.2.0-fc-blackbox-LOG00037.BFL");
-    let dir = temp_dir("energy");
+    let dir = TempDir::new("csv-energy");
     export_csv(&path, &dir);
     let sessions = jsonl(&path);
     let session = &sessions[&1];
@@ -405,14 +396,13 @@ fn energy_is_integrated_like_the_tools_current_meter() {
         );
     }
     assert!(energy > 1.0, "the flight draws current");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn inav_log_uses_the_inav_tools_units_flags_and_columns() {
     let Some(corpus) = corpus() else { return };
     let path = corpus.join("real/blackbox/inav-9.0.1-inav-toolkit-blackbox_log_2026-02-21.TXT");
-    let dir = temp_dir("inav");
+    let dir = TempDir::new("csv-inav");
     export_csv(&path, &dir);
     let stem = stem(&path);
     let sessions = jsonl(&path);
@@ -493,7 +483,6 @@ fn inav_log_uses_the_inav_tools_units_flags_and_columns() {
     }
     expected.sort();
     assert_eq!(listing(&dir), expected);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -506,7 +495,7 @@ fn gps_files_and_events_appear_exactly_when_the_c_decoder_writes_them() {
         "betaflight-3.1.5-pid-analyzer-example_smooth_tune.BBL",
     ] {
         let path = corpus.join("real/blackbox").join(file);
-        let dir = temp_dir(&format!("files-{}", stem(&path)));
+        let dir = TempDir::new(&format!("csv-files-{}", stem(&path)));
         export_csv(&path, &dir);
         let stem = stem(&path);
         let mut expected = Vec::new();
@@ -563,7 +552,6 @@ fn gps_files_and_events_appear_exactly_when_the_c_decoder_writes_them() {
         }
         expected.sort();
         assert_eq!(listing(&dir), expected, "{file}");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
 
@@ -571,7 +559,7 @@ fn gps_files_and_events_appear_exactly_when_the_c_decoder_writes_them() {
 fn event_lines_are_the_c_decoders_json() {
     let Some(corpus) = corpus() else { return };
     let path = corpus.join("real/blackbox/betaflight-4.2.0-fc-blackbox-LOG00037.BFL");
-    let dir = temp_dir("events");
+    let dir = TempDir::new("csv-events");
     export_csv(&path, &dir);
     let sessions = jsonl(&path);
     let session = &sessions[&1];
@@ -594,5 +582,4 @@ fn event_lines_are_the_c_decoders_json() {
         lines.last().unwrap(),
         &format!("{{\"name\":\"Log clean end\", \"time\":{last}}}")
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }

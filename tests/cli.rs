@@ -2,19 +2,12 @@
 
 mod common;
 
-use common::bbcheck;
+use common::{TempDir, bbcheck};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 fn demo() -> PathBuf {
     common::own_corpus().join("generated/demo.bbl")
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("bbcheck-test-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 /// The demo log with `count` bytes removed at `at`: the dominant real fault.
@@ -62,7 +55,7 @@ fn json_report_has_the_documented_shape() {
 
 #[test]
 fn damage_exits_one_and_is_located() {
-    let dir = temp_dir("damage");
+    let dir = TempDir::new("test-damage");
     let path = damaged_demo(&dir, 5000, 7);
     let out = bbcheck(&["check", "--json", path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
@@ -91,7 +84,7 @@ fn damage_exits_one_and_is_located() {
 
 #[test]
 fn a_file_that_is_not_a_log_is_an_error() {
-    let dir = temp_dir("notalog");
+    let dir = TempDir::new("test-notalog");
     let path = dir.join("notes.txt");
     std::fs::write(&path, b"just some text\n").unwrap();
     let out = bbcheck(&["check", path.to_str().unwrap()]);
@@ -176,7 +169,7 @@ fn jsonl_export_lists_sessions_frames_and_events_in_file_order() {
 
 #[test]
 fn csv_export_writes_one_file_per_session() {
-    let dir = temp_dir("csv");
+    let dir = TempDir::new("test-csv");
     let out = bbcheck(&[
         "export",
         demo().to_str().unwrap(),
@@ -235,7 +228,7 @@ fn csv_export_writes_one_file_per_session() {
 
 #[test]
 fn failed_exports_leave_no_output_and_inputs_are_never_modified() {
-    let dir = temp_dir("nopartial");
+    let dir = TempDir::new("test-nopartial");
     let input = dir.join("in.bbl");
     std::fs::copy(demo(), &input).unwrap();
     let before = std::fs::read(&input).unwrap();
@@ -265,7 +258,7 @@ fn failed_exports_leave_no_output_and_inputs_are_never_modified() {
 
 #[test]
 fn an_interrupted_salvage_leaves_no_file_behind() {
-    let dir = temp_dir("interrupt");
+    let dir = TempDir::new("test-interrupt");
     // Long enough to be caught while writing: the demo log many times over.
     let demo = std::fs::read(demo()).unwrap();
     let input = dir.join("long.bbl");
@@ -303,7 +296,7 @@ fn an_interrupted_salvage_leaves_no_file_behind() {
 
 #[test]
 fn every_byte_is_accounted_for_once() {
-    let dir = temp_dir("accounting");
+    let dir = TempDir::new("test-accounting");
     let mut files = vec![demo(), damaged_demo(&dir, 20_000, 300)];
     if let Some(corpus) = common::corpus() {
         for entry in std::fs::read_dir(corpus.join("real/blackbox")).unwrap() {
@@ -326,7 +319,7 @@ fn every_byte_is_accounted_for_once() {
 
 #[test]
 fn salvage_writes_a_clean_log_and_never_its_input() {
-    let dir = temp_dir("salvage");
+    let dir = TempDir::new("test-salvage");
     let damaged = damaged_demo(&dir, 5000, 7);
     let before = std::fs::read(&damaged).unwrap();
     let out = dir.join("clean.bbl");
@@ -399,7 +392,7 @@ fn salvage_writes_a_clean_log_and_never_its_input() {
 
 #[test]
 fn hexdump_shows_the_damaged_bytes() {
-    let dir = temp_dir("hexdump");
+    let dir = TempDir::new("test-hexdump");
     let path = damaged_demo(&dir, 5000, 7);
     let out = bbcheck(&["check", "--hexdump", path.to_str().unwrap()]);
     let text = String::from_utf8(out.stdout).unwrap();
@@ -414,7 +407,7 @@ fn hexdump_shows_the_damaged_bytes() {
 
 #[test]
 fn damage_writes_a_copy_and_the_truth() {
-    let dir = temp_dir("damagecmd");
+    let dir = TempDir::new("test-damagecmd");
     let out = dir.join("d.bbl");
     let result = bbcheck(&[
         "damage",
@@ -454,7 +447,7 @@ fn damage_writes_a_copy_and_the_truth() {
 
 #[test]
 fn a_lost_header_is_borrowed_from_a_log_of_the_same_firmware() {
-    let dir = temp_dir("donor");
+    let dir = TempDir::new("test-donor");
     let demo_bytes = std::fs::read(demo()).unwrap();
     let report: Value =
         serde_json::from_slice(&bbcheck(&["check", "--json", demo().to_str().unwrap()]).stdout)
@@ -518,7 +511,7 @@ fn a_lost_header_is_borrowed_from_a_log_of_the_same_firmware() {
 #[test]
 fn bytes_after_a_log_end_event_are_not_damage() {
     // A flight controller sharing its port writes other traffic (here an MSP reply) between logs.
-    let dir = temp_dir("after-log-end");
+    let dir = TempDir::new("test-after-log-end");
     let log = std::fs::read(demo()).unwrap();
     let mut data = log.clone();
     data.extend_from_slice(b"$M>\x03\x01\x00\x01\x2e\x2d");
@@ -547,7 +540,7 @@ fn bytes_after_a_log_end_event_are_not_damage() {
 
 #[test]
 fn a_directory_is_checked_recursively_with_a_summary_table() {
-    let dir = temp_dir("batch");
+    let dir = TempDir::new("test-batch");
     std::fs::create_dir_all(dir.join("b/c")).unwrap();
     std::fs::copy(demo(), dir.join("a.bbl")).unwrap();
     let damaged = damaged_demo(&dir, 20_000, 3);
@@ -631,7 +624,7 @@ fn a_dash_reads_standard_input() {
 fn csv_files_of_standard_input_are_named_stdin() {
     use std::io::Write;
     use std::process::{Command, Stdio};
-    let dir = temp_dir("stdin-csv");
+    let dir = TempDir::new("test-stdin-csv");
     let mut child = Command::new(env!("CARGO_BIN_EXE_bbcheck"))
         .args(["export", "--csv", "-", "-o", dir.to_str().unwrap()])
         .stdin(Stdio::piped())
@@ -648,13 +641,12 @@ fn csv_files_of_standard_input_are_named_stdin() {
     assert!(names.contains(&"stdin.01.csv".to_owned()), "{names:?}");
     assert!(names.contains(&"stdin.02.csv".to_owned()), "{names:?}");
     assert!(names.iter().all(|n| n.starts_with("stdin.")), "{names:?}");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn a_file_too_large_to_read_whole_reports_as_if_read() {
     // Files from 32 MiB on are mapped and their pages released behind the decoder.
-    let dir = temp_dir("large");
+    let dir = TempDir::new("test-large");
     let one = std::fs::read(demo()).unwrap();
     let mut data = Vec::with_capacity((33 << 20) + one.len());
     while data.len() < 33 << 20 {
@@ -675,5 +667,4 @@ fn a_file_too_large_to_read_whole_reports_as_if_read() {
     );
     assert_eq!(mapped, serde_json::to_value(&read).unwrap());
     assert!(!read.corrupt_spans.is_empty());
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -4,18 +4,11 @@
 mod common;
 
 use bbcheck::dataflash::synth::{fmt, message, text};
-use common::bbcheck;
+use common::{TempDir, bbcheck};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("bbcheck-df-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 /// Type 0x40 `ATT` (`QccL`, 19 bytes) and type 0x41 `MSG` (`QZ`, 75 bytes).
 fn header() -> Vec<u8> {
@@ -113,7 +106,7 @@ fn run_with_limit(args: &[&str], limit: Duration) -> (Option<i32>, Vec<u8>) {
 
 #[test]
 fn a_clean_log_exits_zero_with_a_summary() {
-    let dir = temp_dir("clean");
+    let dir = TempDir::new("df-clean");
     let path = write(&dir, "clean.bin", &clean_log());
     let out = bbcheck(&["check", path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0));
@@ -138,7 +131,7 @@ fn a_clean_log_exits_zero_with_a_summary() {
 
 #[test]
 fn a_truncated_copy_reports_a_truncated_span() {
-    let dir = temp_dir("truncated");
+    let dir = TempDir::new("df-truncated");
     let log = clean_log();
     let cut = log.len() - 9;
     let path = write(&dir, "cut.bin", &log[..cut]);
@@ -168,7 +161,7 @@ fn a_truncated_corpus_log_reports_a_truncated_span() {
     };
     let source = corpus.join("real/ardupilot/ardupilot-copter-3.6.4-log-diagnosis-sample.bin");
     let data = std::fs::read(source).unwrap();
-    let dir = temp_dir("truncated-corpus");
+    let dir = TempDir::new("df-truncated-corpus");
     let path = write(&dir, "cut.bin", &data[..500_000]);
     let (code, report) = check_json(&path);
     assert_eq!(code, Some(1));
@@ -183,7 +176,7 @@ fn a_truncated_corpus_log_reports_a_truncated_span() {
 fn a_message_not_followed_by_another_is_not_trusted() {
     // Bytes inserted after a message look exactly like bytes dropped from it: its declared length
     // no longer ends where a message starts, so it is part of the corrupt span.
-    let dir = temp_dir("garbage");
+    let dir = TempDir::new("df-garbage");
     let mut log = header();
     log.extend(att(1, 1));
     let at = log.len();
@@ -209,7 +202,7 @@ fn a_message_not_followed_by_another_is_not_trusted() {
 fn a_message_missing_bytes_is_dropped_and_the_next_one_kept() {
     // A byte dropped inside a message: read by its declared length it would swallow the next
     // message's header; the scan backtracks into it and resumes at that header.
-    let dir = temp_dir("dropped");
+    let dir = TempDir::new("df-dropped");
     let mut log = header();
     log.extend(att(1, 1));
     let at = log.len();
@@ -253,7 +246,7 @@ fn messages_the_logger_dropped_are_reported() {
 
 #[test]
 fn trailing_padding_is_a_region_not_damage() {
-    let dir = temp_dir("padding");
+    let dir = TempDir::new("df-padding");
     for (fill, kind) in [(0xFFu8, "erased-flash"), (0x00, "zero-fill")] {
         let mut log = clean_log();
         let end = log.len() as u64;
@@ -271,7 +264,7 @@ fn trailing_padding_is_a_region_not_damage() {
 
 #[test]
 fn random_bytes_with_a_fmt_header_inside_get_a_clear_result() {
-    let dir = temp_dir("random");
+    let dir = TempDir::new("df-random");
     let mut state = 0x9E37_79B9_7F4A_7C15u64;
     let mut data: Vec<u8> = (0..200_000)
         .map(|_| {
@@ -330,7 +323,7 @@ fn random_bytes_with_a_fmt_header_inside_get_a_clear_result() {
 
 #[test]
 fn fmts_declaring_lengths_0_and_2_do_not_hang() {
-    let dir = temp_dir("short");
+    let dir = TempDir::new("df-short");
     for length in [0u8, 2] {
         let mut log = fmt(0x40, length, "ZER", "", "");
         log.extend(fmt(0x41, 4, "ONE", "B", "V"));
@@ -365,7 +358,7 @@ fn fmts_declaring_lengths_0_and_2_do_not_hang() {
 
 #[test]
 fn export_writes_raw_values() {
-    let dir = temp_dir("export");
+    let dir = TempDir::new("df-export");
     let mut log = fmt(
         0x50,
         3 + 2 + 4 + 8 + 64 + 16 + 1,
@@ -425,7 +418,7 @@ fn export_writes_raw_values() {
 
 #[test]
 fn the_format_is_detected_or_forced() {
-    let dir = temp_dir("format");
+    let dir = TempDir::new("df-format");
     let df = write(&dir, "log.bin", &clean_log());
     let blackbox = common::own_corpus().join("generated/demo.bbl");
     // A DataFlash log read as Blackbox has no Blackbox session: an error.
@@ -599,7 +592,7 @@ fn salvage(args: &[&str]) -> (Option<i32>, Value, String) {
 
 #[test]
 fn salvage_keeps_the_trusted_messages_and_rechecks_clean() {
-    let dir = temp_dir("salvage");
+    let dir = TempDir::new("df-salvage");
     let mut log = clean_log();
     // Drop a byte inside the tenth attitude message and insert garbage after the fiftieth.
     let att_len = att(0, 0).len();
@@ -632,7 +625,7 @@ fn salvage_keeps_the_trusted_messages_and_rechecks_clean() {
 
 #[test]
 fn salvage_refuses_to_overwrite_its_input_and_leaves_no_partial_output() {
-    let dir = temp_dir("salvage-refuse");
+    let dir = TempDir::new("df-salvage-refuse");
     let log = clean_log();
     let input = write(&dir, "log.bin", &log);
     let (code, _, stderr) = salvage(&[input.to_str().unwrap(), "-o", input.to_str().unwrap()]);
@@ -669,7 +662,7 @@ fn salvage_refuses_to_overwrite_its_input_and_leaves_no_partial_output() {
 
 #[test]
 fn salvage_borrows_lost_formats_from_a_donor() {
-    let dir = temp_dir("salvage-donor");
+    let dir = TempDir::new("df-salvage-donor");
     let donor = write(&dir, "donor.bin", &clean_log());
     // The ATT FMT is garbled: its format characters are no longer valid.
     let mut log = clean_log();
@@ -706,7 +699,7 @@ fn salvage_of_every_real_log_is_its_messages() {
     let Some(corpus) = common::corpus() else {
         return;
     };
-    let dir = temp_dir("salvage-corpus");
+    let dir = TempDir::new("df-salvage-corpus");
     for entry in std::fs::read_dir(corpus.join("real/ardupilot")).unwrap() {
         let input = entry.unwrap().path();
         let data = std::fs::read(&input).unwrap();
@@ -737,7 +730,7 @@ fn csv_export_writes_one_table_per_type_with_units_in_the_headings() {
         return;
     };
     let input = corpus.join("real/ardupilot/ardupilot-copter-3.6.4-log-diagnosis-sample.bin");
-    let dir = temp_dir("csv-tables");
+    let dir = TempDir::new("df-csv-tables");
     let out = bbcheck(&[
         "export",
         "--csv",
@@ -823,7 +816,7 @@ fn csv_export_writes_one_table_per_type_with_units_in_the_headings() {
 
 #[test]
 fn appended_logs_are_sessions_of_their_own() {
-    let dir = temp_dir("sessions");
+    let dir = TempDir::new("df-sessions");
     let first = bbcheck::dataflash::synth::flight(1, 1);
     let second = bbcheck::dataflash::synth::flight(2, 2);
     let mut data = first.clone();
@@ -895,7 +888,7 @@ fn salvage_borrows_the_units_of_the_formats_it_borrows() {
     let Some(corpus) = common::corpus() else {
         return;
     };
-    let dir = temp_dir("salvage-units");
+    let dir = TempDir::new("df-salvage-units");
     let original = corpus.join("real/ardupilot/ardupilot-plane-4.2.3-flightdata-center_0003.bin");
     // The start of the log is lost: every FMT, FMTU, UNIT and MULT message with it.
     let data = std::fs::read(&original).unwrap();
@@ -942,7 +935,6 @@ fn salvage_borrows_the_units_of_the_formats_it_borrows() {
         "{}",
         salvaged["ATT"]
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -950,7 +942,7 @@ fn an_earlier_flight_left_after_the_log_is_old_data_not_damage() {
     let Some(corpus) = common::corpus() else {
         return;
     };
-    let dir = temp_dir("old-data");
+    let dir = TempDir::new("df-old-data");
     let original = corpus.join("real/ardupilot/ardupilot-plane-4.2.3-flightdata-center_0003.bin");
     let data = std::fs::read(&original).unwrap();
     // Storage the logger had written before: the middle of the same flight, cut anywhere.
@@ -979,5 +971,4 @@ fn an_earlier_flight_left_after_the_log_is_old_data_not_damage() {
         report["sessions"][0]["last_time_us"],
         whole["sessions"][0]["last_time_us"]
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -3,19 +3,12 @@
 
 mod common;
 
-use common::bbcheck;
+use common::{TempDir, bbcheck};
 use serde_json::Value;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("bbcheck-html-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 fn s(path: &Path) -> &str {
     path.to_str().unwrap()
@@ -217,7 +210,7 @@ fn blackbox_page_renders_every_span_in_a_headless_browser() {
     let Some(corpus) = common::corpus() else {
         return;
     };
-    let dir = temp_dir("blackbox");
+    let dir = TempDir::new("html-blackbox");
     let log = dir.join("LOG00037.damaged.bbl");
     let source = corpus.join("real/blackbox/betaflight-4.2.0-fc-blackbox-LOG00037.BFL");
     let out = bbcheck(&[
@@ -236,7 +229,6 @@ fn blackbox_page_renders_every_span_in_a_headless_browser() {
     // The firmware logs the ARM switch in flightModeFlags and a disarm event at the end.
     assert!(page.contains("\"kind\":\"arm\""), "no arm marker");
     assert!(page.contains("disarm (reason 4)"), "no disarm marker");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -245,10 +237,9 @@ fn real_damaged_log_page_renders_in_a_headless_browser() {
     let Some(corpus) = common::corpus() else {
         return;
     };
-    let dir = temp_dir("edited");
+    let dir = TempDir::new("html-edited");
     let log = corpus.join("real/blackbox/betaflight-4.2.11-blackbox-log-error-recovery-edited.bbl");
     check_page_in_browser(&dir, &log);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -256,7 +247,7 @@ fn dataflash_page_renders_every_span_in_a_headless_browser() {
     let Some(corpus) = common::corpus() else {
         return;
     };
-    let dir = temp_dir("dataflash");
+    let dir = TempDir::new("html-dataflash");
     let log = dir.join("sample.damaged.bin");
     let source = corpus.join("real/ardupilot/ardupilot-copter-3.6.4-log-diagnosis-sample.bin");
     let out = bbcheck(&["damage", s(&source), "-o", s(&log), "--model", "drop-runs"]);
@@ -265,7 +256,6 @@ fn dataflash_page_renders_every_span_in_a_headless_browser() {
     let page = std::fs::read_to_string(dir.join("report.html")).unwrap();
     // ArduPilot's EV messages: armed and disarmed.
     assert!(page.contains("\"kind\":\"arm\"") && page.contains("\"kind\":\"disarm\""));
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 fn demo() -> PathBuf {
@@ -281,7 +271,7 @@ fn no_partial_files(dir: &Path) {
 
 #[test]
 fn several_files_write_one_page_each_into_a_directory() {
-    let dir = temp_dir("several");
+    let dir = TempDir::new("html-several");
     for sub in ["a", "b"] {
         std::fs::create_dir_all(dir.join(sub)).unwrap();
         std::fs::copy(demo(), dir.join(sub).join("demo.bbl")).unwrap();
@@ -367,12 +357,11 @@ fn several_files_write_one_page_each_into_a_directory() {
     assert!(index.contains("href=\"index.2.html\""), "{index}");
     assert!(index.contains("href=\"a%20%231.bbl.html\""), "{index}");
     no_partial_files(&out_dir);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn one_file_writes_the_page_named_or_into_a_directory_named() {
-    let dir = temp_dir("one");
+    let dir = TempDir::new("html-one");
     let page = dir.join("clean.html");
     let out = bbcheck(&["check", s(&demo()), "--html", s(&page)]);
     assert_eq!(out.status.code(), Some(0), "a clean log still exits 0");
@@ -392,12 +381,11 @@ fn one_file_writes_the_page_named_or_into_a_directory_named() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("page.html"), "{stderr}");
     assert!(!dir.join("no").exists());
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn text_from_the_file_is_escaped() {
-    let dir = temp_dir("escape");
+    let dir = TempDir::new("html-escape");
     let hostile = "<script>alert(1)</script>\"'&<b>";
     let data = bbcheck::synth::demo_log();
     let from = b"H Craft name:synthetic-1\n";
@@ -435,5 +423,4 @@ fn text_from_the_file_is_escaped() {
         assert_rendered(&dom);
         assert!(dom.contains("Session 1 — &lt;script&gt;alert(1)&lt;/script&gt;"));
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::bbcheck;
+use common::{TempDir, bbcheck};
 use serde_json::Value;
 
 fn json(args: &[&str]) -> Value {
@@ -161,8 +161,7 @@ fn dataflash_info_lists_rate_gains_in_axis_order_and_every_parameter() {
 
 #[test]
 fn info_on_what_is_not_a_log_is_an_error() {
-    let dir = std::env::temp_dir().join(format!("bbcheck-info-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("info");
     let path = dir.join("notes.txt");
     std::fs::write(&path, "just some text\n").unwrap();
     let out = bbcheck(&["info", path.to_str().unwrap()]);
@@ -173,5 +172,4 @@ fn info_on_what_is_not_a_log_is_an_error() {
         error.contains("notes.txt: offset 0: not a Blackbox log"),
         "{error}"
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -45,9 +45,7 @@ fn pymavlink_reads_every_salvaged_log_whole() {
     let Some(python) = python() else {
         return;
     };
-    let dir = std::env::temp_dir().join(format!("bbcheck-oracle-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::TempDir::new("oracle");
     // Salvage every real log and one damaged copy per model; remember what check counts.
     let mut expected = Vec::new();
     let mut paths: Vec<_> = std::fs::read_dir(corpus.join("real/ardupilot"))
@@ -106,7 +104,6 @@ fn pymavlink_reads_every_salvaged_log_whole() {
             ));
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
     println!(
         "pymavlink read {} salvaged logs ({} messages)",
         lines.len(),

@@ -1,7 +1,10 @@
 //! The `console` blocks of the README and of docs/ci.md are run as written and must print exactly
 //! what they show: a pilot following the quick start sees the same output.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::TempDir;
+use std::path::Path;
 use std::process::Command;
 
 /// A command of a `console` block and the standard output it shows.
@@ -41,10 +44,8 @@ fn console_blocks(text: &str) -> Vec<Vec<Step>> {
 }
 
 /// A scratch directory holding the project's corpus (linked), where the commands run.
-fn workdir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("bbcheck-doc-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+fn workdir(name: &str) -> TempDir {
+    let dir = TempDir::new(&format!("doc-{name}"));
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
     std::os::unix::fs::symlink(corpus, dir.join("corpus")).unwrap();
     dir
@@ -86,7 +87,6 @@ fn run_console_blocks(doc: &str, at_least: usize) {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

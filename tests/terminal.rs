@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::bbcheck;
+use common::{TempDir, bbcheck};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -14,13 +14,6 @@ fn demo() -> PathBuf {
 
 fn damaged() -> PathBuf {
     common::own_corpus().join("damaged/betaflight3-p1of4.drop-bytes.1.bbl")
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("bbcheck-term-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 /// Run `bbcheck args` with its output on a pseudo-terminal (util-linux `script`), returning what
@@ -121,7 +114,7 @@ fn quiet_leaves_only_what_is_wrong() {
         report["corrupt_spans"].as_array().unwrap().len()
     );
 
-    let dir = temp_dir("quiet");
+    let dir = TempDir::new("term-quiet");
     let output = dir.join("salvaged.bbl");
     let out = bbcheck(&[
         "salvage",
@@ -146,7 +139,6 @@ fn quiet_leaves_only_what_is_wrong() {
         "{text}"
     );
     assert!(text.contains("damaged bytes in 6 spans"), "{text}");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -204,7 +196,7 @@ fn completion_scripts_load_and_know_every_subcommand() {
     ] {
         assert!(script.contains(sub), "{sub} missing");
     }
-    let dir = temp_dir("completions");
+    let dir = TempDir::new("term-completions");
     let path = dir.join("bbcheck.bash");
     std::fs::write(&path, &script).unwrap();
     let loaded = Command::new("bash")
@@ -227,7 +219,6 @@ fn completion_scripts_load_and_know_every_subcommand() {
             "{shell}"
         );
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// Render a manual page with groff, when it is installed, and return its warnings.
@@ -242,7 +233,7 @@ fn groff_warnings(page: &Path) -> Option<String> {
 
 #[test]
 fn manual_pages_cover_every_subcommand_and_its_options() {
-    let dir = temp_dir("man");
+    let dir = TempDir::new("term-man");
     let out = bbcheck(&["man", "-o", dir.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0));
     let main = std::fs::read_to_string(dir.join("bbcheck.1")).unwrap();
@@ -274,12 +265,11 @@ fn manual_pages_cover_every_subcommand_and_its_options() {
     // Without a directory the main page goes to standard output.
     let out = bbcheck(&["man"]);
     assert_eq!(String::from_utf8(out.stdout).unwrap(), main);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn progress_bars_only_on_a_terminal_and_never_when_quiet() {
-    let dir = temp_dir("progress");
+    let dir = TempDir::new("term-progress");
     let output = dir.join("salvaged.bbl");
     let demo = demo();
     let args = [
@@ -307,5 +297,4 @@ fn progress_bars_only_on_a_terminal_and_never_when_quiet() {
         String::from_utf8(piped.stdout).unwrap(),
         format!("{summary}\n")
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }

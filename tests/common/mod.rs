@@ -1,7 +1,8 @@
 //! Shared helpers for the integration tests.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::ops::Deref;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// The real-log corpus (`BBCHECK_CORPUS`, default `../shared/corpus`), or `None` when it is missing
@@ -37,4 +38,39 @@ pub fn bbcheck(args: &[&str]) -> Output {
 /// The project's own shipped corpus directory.
 pub fn own_corpus() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("corpus")
+}
+
+/// A fresh scratch directory `bbcheck-<name>-<pid>` under the system temporary directory, removed
+/// (with everything in it) when dropped, also when the test panics. Give each test binary its own
+/// name prefix so binaries running in parallel never share one.
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    /// Create the directory, removing any leftover of an earlier run first.
+    pub fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("bbcheck-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+}
+
+impl Deref for TempDir {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for TempDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
