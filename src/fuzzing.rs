@@ -14,7 +14,6 @@ use crate::blackbox::codec::{BitResult, CodecError, CodecResult, Encoding, sign_
 use crate::blackbox::decoder::{Discard, EventFrame, Frame, Sink};
 use crate::blackbox::event::{AdjustmentValue, Event};
 use crate::blackbox::frame::{FrameKind, MAX_FRAME_LEN};
-use crate::blackbox::group::widen_scale;
 use crate::blackbox::header::{Firmware, Header, LOG_START_MARKER};
 use crate::blackbox::predictor::{Context, normalise};
 use crate::blackbox::writer::SessionWriter;
@@ -1312,5 +1311,14 @@ pub fn codec_elias(data: &[u8]) {
     assert_eq!(end.div_ceil(8), out.len(), "bytes left after the last code");
     if let Some(&last) = input.0.first() {
         assert_eq!(last << input.1, 0, "padding bits are not zero");
+    }
+}
+
+/// Widen `scale`, per field the largest change between consecutive main frames, by the change
+/// from `previous` to `values`.
+fn widen_scale(scale: &mut Vec<i64>, previous: &[i64], values: &[i64]) {
+    scale.resize(values.len(), 0);
+    for ((s, a), b) in scale.iter_mut().zip(previous).zip(values) {
+        *s = (*s).max((b - a).abs());
     }
 }

@@ -283,8 +283,7 @@ pub struct State {
     loop_time: Option<u64>,
     scan_gap: Option<DamageReason>,
     group: Group,
-    before_group: Vec<i64>,
-    before_scale: Vec<i64>,
+    before: Group,
     before_line_feeds: Vec<i64>,
     ledger: ledger::State,
 }
@@ -376,10 +375,8 @@ pub struct SessionDecoder<'a> {
     /// Why bytes since the last accepted frame were rejected.
     scan_gap: Option<DamageReason>,
     group: Group,
-    /// The last main frame of the last trusted group and the largest changes inside that group
-    /// (empty when it had fewer than three main frames): what the next group's I frame steps from.
-    before_group: Vec<i64>,
-    before_scale: Vec<i64>,
+    /// The last group, when it was trusted whole: what the next group's I frame steps from.
+    before: Group,
     /// The last main frame before the group's I frame, when the I frame followed it in step: what
     /// the group's line feeds are judged from.
     before_line_feeds: Vec<i64>,
@@ -486,8 +483,7 @@ impl<'a> SessionDecoder<'a> {
             time_index,
             scan_gap: None,
             group: Group::default(),
-            before_group: Vec::new(),
-            before_scale: Vec::new(),
+            before: Group::default(),
             before_line_feeds: Vec::new(),
             offset_fields,
             // The reference decoders bound no value.
@@ -682,8 +678,7 @@ impl<'a> SessionDecoder<'a> {
             loop_time: self.loop_time.map(f64::to_bits),
             scan_gap: self.scan_gap,
             group: self.group.clone(),
-            before_group: self.before_group.clone(),
-            before_scale: self.before_scale.clone(),
+            before: self.before.clone(),
             before_line_feeds: self.before_line_feeds.clone(),
             ledger: self.ledger.state(),
         }
@@ -999,12 +994,8 @@ impl<'a> SessionDecoder<'a> {
             let offset = joined
                 && !resumed
                 && self.history.previous().is_some_and(|next| {
-                    self.group.offset_by_its_i_frame(
-                        &self.before_group,
-                        &self.before_scale,
-                        next,
-                        &self.offset_fields,
-                    )
+                    self.group
+                        .offset_by_its_i_frame(&self.before, next, &self.offset_fields)
                 });
             // Main frames lost inside the group leave the P frames after them predicted from the
             // frames before, in step and a plausible iteration on: only the next I frame, further
@@ -1034,18 +1025,12 @@ impl<'a> SessionDecoder<'a> {
             {
                 self.before_line_feeds.extend_from_slice(last);
             }
-            self.before_group.clear();
-            self.before_scale.clear();
-            if trusted
-                && settled
-                && !resumed
-                && let Some(last) = self.group.last_main()
-            {
-                self.before_group.extend_from_slice(last);
-                self.before_scale
-                    .extend_from_slice(self.group.settled_scale());
-            }
             commit_group(&self.group, &mut self.ledger, trusted, untrusted, sink);
+            if trusted && settled && !resumed {
+                std::mem::swap(&mut self.before, &mut self.group);
+            } else {
+                self.before.clear();
+            }
             // The next group follows this one if this one's I frame is trusted.
             self.group
                 .restart(joined && trusted && untrusted.0 > 0, anchor);

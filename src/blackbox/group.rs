@@ -24,18 +24,6 @@ pub const OFFSET_FACTOR: i64 = 4;
 /// Main frames a group needs before the steps into and out of it are compared with its inside.
 const MIN_MAINS_FOR_OFFSET: usize = 3;
 
-/// Widen `scale`, per field the largest change between consecutive main frames, by the change
-/// from `previous` to `values` (frames of another length are not compared).
-pub fn widen_scale(scale: &mut Vec<i64>, previous: &[i64], values: &[i64]) {
-    if previous.len() != values.len() {
-        return;
-    }
-    scale.resize(values.len(), 0);
-    for ((s, a), b) in scale.iter_mut().zip(previous).zip(values) {
-        *s = (*s).max((b - a).abs());
-    }
-}
-
 /// How much better the read values must join their neighbours than those a carriage return would
 /// give, for a line feed in a text-mode copy to be read as a line feed.
 const LINE_FEED_MARGIN: f64 = 2.0;
@@ -83,8 +71,6 @@ pub struct Group {
     /// Where the first and last main frames' values are in `values`.
     first_main: Option<Range<usize>>,
     last_main: Option<Range<usize>>,
-    /// Per field, the largest change between consecutive main frames held.
-    scale: Vec<i64>,
     /// Values of held main frames that carriage returns would change, with the item holding them.
     line_feeds: Vec<(usize, LineFeedValue)>,
 }
@@ -108,10 +94,6 @@ impl Group {
         item.values = range.clone();
         if matches!(item.kind, FrameKind::I | FrameKind::P) {
             self.mains += 1;
-            if let Some(previous) = self.last_main.clone() {
-                let (held, new) = self.values.split_at(range.start);
-                widen_scale(&mut self.scale, &held[previous], new);
-            }
             self.first_main.get_or_insert(range.clone());
             self.last_main = Some(range);
         }
@@ -156,14 +138,29 @@ impl Group {
         }
     }
 
-    /// Per field, the largest change between consecutive main frames held, when the group holds
-    /// enough of them to compare the next group's I frame with (empty otherwise).
-    pub fn settled_scale(&self) -> &[i64] {
-        if self.mains >= MIN_MAINS_FOR_OFFSET {
-            &self.scale
-        } else {
-            &[]
+    /// The largest change of `field` between consecutive main frames held (frames of another
+    /// length are not compared).
+    fn largest_change(&self, field: usize) -> i64 {
+        let mut mains = self
+            .items
+            .iter()
+            .filter(|i| matches!(i.kind, FrameKind::I | FrameKind::P))
+            .map(|i| &self.values[i.values.clone()]);
+        let Some(mut previous) = mains.next() else {
+            return 0;
+        };
+        let mut largest = 0;
+        for frame in mains {
+            if let (Some(a), Some(b), true) = (
+                previous.get(field),
+                frame.get(field),
+                previous.len() == frame.len(),
+            ) {
+                largest = largest.max((b - a).abs());
+            }
+            previous = frame;
         }
+        largest
     }
 
     /// Whether a logging-resume event is held: frames went unlogged before the next I frame.
@@ -179,47 +176,39 @@ impl Group {
     }
 
     /// Whether one field of the group's I frame is offset from both its neighbours (for a group
-    /// whose I frame joined the previous one): it steps from `before` (the previous group's last
-    /// main frame, whose changes were at most `before_scale`)
-    /// by more than [`OFFSET_FACTOR`] times the largest change inside either group, and the step to
-    /// `next` (the next I frame) takes it back to within a quarter. Only fields marked in
-    /// `checked` are compared.
-    pub fn offset_by_its_i_frame(
-        &self,
-        before: &[i64],
-        before_scale: &[i64],
-        next: &[i64],
-        checked: &[bool],
-    ) -> bool {
-        if !self.joined || self.mains < MIN_MAINS_FOR_OFFSET {
+    /// whose I frame joined the previous one): it steps from `before` (the previous trusted
+    /// group) by more than [`OFFSET_FACTOR`] times the largest change inside either group, and the
+    /// step to `next` (the next I frame) takes it back to within a quarter. Only fields marked in
+    /// `checked` are compared, and only groups of [`MIN_MAINS_FOR_OFFSET`] main frames or more.
+    pub fn offset_by_its_i_frame(&self, before: &Group, next: &[i64], checked: &[bool]) -> bool {
+        if !self.joined || self.mains < MIN_MAINS_FOR_OFFSET || before.mains < MIN_MAINS_FOR_OFFSET
+        {
             return false;
         }
-        let (Some(first), Some(last)) = (self.first_main.clone(), self.last_main()) else {
+        let (Some(first), Some(last), Some(before_last)) = (
+            self.first_main.clone().map(|r| &self.values[r]),
+            self.last_main(),
+            before.last_main(),
+        ) else {
             return false;
         };
-        let (first, scale) = (&self.values[first], &self.scale);
         let n = first.len();
-        if [
-            before.len(),
-            before_scale.len(),
-            next.len(),
-            last.len(),
-            scale.len(),
-            checked.len(),
-        ]
-        .iter()
-        .any(|&len| len != n)
+        if [before_last.len(), next.len(), last.len(), checked.len()]
+            .iter()
+            .any(|&len| len != n)
         {
             return false;
         }
         (0..n).any(|f| {
-            let (into, out) = (first[f] - before[f], next[f] - last[f]);
-            let inside = scale[f].max(before_scale[f]);
-            // The rarest condition first: most fields stop here.
-            into.abs().min(out.abs()) > OFFSET_FACTOR * (inside + 2)
+            let (into, out) = (first[f] - before_last[f], next[f] - last[f]);
+            let step = into.abs().min(out.abs());
+            // The cheap conditions first (most fields stop at the first); the largest changes
+            // inside, read from the frames held, last.
+            step > OFFSET_FACTOR * 2
                 && checked[f]
                 && (into < 0) != (out < 0)
                 && (into + out).abs() * 4 < into.abs() + out.abs()
+                && step > OFFSET_FACTOR * (self.largest_change(f).max(before.largest_change(f)) + 2)
         })
     }
 
@@ -342,7 +331,6 @@ impl Group {
         self.mains = 0;
         self.first_main = None;
         self.last_main = None;
-        self.scale.clear();
         self.line_feeds.clear();
         self.drifted = false;
         self.joined = false;
