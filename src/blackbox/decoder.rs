@@ -14,6 +14,7 @@ use super::ledger::{self, Layout, Ledger};
 use super::predictor::{Context, Predictor};
 use crate::report::{DamageReason, FrameCounts, RegionKind, SessionReport};
 use std::collections::BTreeMap;
+use std::ops::Range;
 use std::sync::mpsc::{Receiver, Sender};
 
 /// A main frame may not advance more iterations than this (the reference decoders' limit).
@@ -79,6 +80,9 @@ pub trait Sink {
     /// The bytes before `offset` were searched for sessions, which happens to the whole file
     /// before any session is decoded; they are not read again until their session is.
     fn searched(&mut self, _offset: usize) {}
+    /// Decoding starts at `range.start`, for the frames up to `range.end`: a session's, or a piece
+    /// of them (see [`Piece`]; a piece decodes past its end until it meets the next one).
+    fn started(&mut self, _range: Range<usize>) {}
 }
 
 /// A sink that keeps nothing (for `check`).
@@ -520,6 +524,8 @@ impl<'a> SessionDecoder<'a> {
                 self.ledger.accounted
             }
         };
+        let end = piece.join.as_ref().map_or(self.limit, |&(_, next)| next);
+        sink.started(pos..end.max(pos));
         let mut published = Vec::new();
         let mut pending: Option<State> = None;
         while pos < self.limit {

@@ -55,12 +55,14 @@ impl Checked {
 }
 
 /// Check `data`, the bytes of `path`, read as `format`; a Blackbox log's sessions are shared among
-/// as many threads as `reached` has offsets (each noting where its thread has reached).
+/// as many threads as `reached` has offsets (each noting where its thread has reached, and in
+/// `done`, how many bytes it has decoded).
 pub fn check_data(
     path: &Path,
     data: &[u8],
     format: LogFormat,
     reached: &[AtomicU64],
+    done: &[AtomicU64],
 ) -> Result<Checked, Error> {
     let name = input::name(path);
     match detect(path, data, format)? {
@@ -73,9 +75,12 @@ pub fn check_data(
             &name,
             data,
             reached.len(),
-            |worker| input::Reached {
-                inner: Discard,
-                reached: &reached[worker],
+            |worker| {
+                let reached = input::Reached {
+                    inner: Discard,
+                    reached: &reached[worker],
+                };
+                input::Progress::new(reached, &done[worker])
             },
         ))),
     }
@@ -159,15 +164,16 @@ fn jobs(paths: &[PathBuf]) -> Result<Vec<Job>, Error> {
     Ok(out)
 }
 
-/// Check one file; `reached` holds an offset per thread its sessions may share.
-fn check_one(job: &Job, args: &Args, reached: &[AtomicU64]) -> Outcome {
+/// Check one file; `reached` and `done` hold an offset and a byte count per thread its sessions
+/// may share.
+fn check_one(job: &Job, args: &Args, reached: &[AtomicU64], done: &[AtomicU64]) -> Outcome {
     let checked = input::open(&job.path).and_then(|data| {
         let (report, timeline) = input::bounded(&data, reached, &ProgressBar::hidden(), || {
             if job.page.is_some() {
-                return html::check(&job.path, &data, args.format, &reached[0])
+                return html::check(&job.path, &data, args.format, &reached[0], &done[0])
                     .map(|(r, t)| (r, Some(t)));
             }
-            check_data(&job.path, &data, args.format, reached).map(|r| (r, None))
+            check_data(&job.path, &data, args.format, reached, done).map(|r| (r, None))
         })?;
         if let (Some(page), Some(timeline)) = (&job.page, &timeline) {
             html::write(page, &report, timeline, &data)?;
@@ -245,9 +251,12 @@ pub fn run(args: &Args) -> Result<u8, Error> {
     let workers = cores.clamp(1, jobs.len());
     // Cores left over when there are fewer files than cores go to the sessions of each file.
     let per_file = (cores / workers).max(1);
-    let reached: Vec<Vec<AtomicU64>> = (0..workers)
-        .map(|_| (0..per_file).map(|_| AtomicU64::new(0)).collect())
-        .collect();
+    let counters = || -> Vec<Vec<AtomicU64>> {
+        (0..workers)
+            .map(|_| (0..per_file).map(|_| AtomicU64::new(0)).collect())
+            .collect()
+    };
+    let (reached, decoded) = (counters(), counters());
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let total: u64 = jobs.iter().map(|j| j.size).sum();
@@ -261,14 +270,14 @@ pub fn run(args: &Args) -> Result<u8, Error> {
         failed: 0,
     };
     let printed = std::thread::scope(|scope| {
-        for reached in &reached {
+        for (reached, decoded) in reached.iter().zip(&decoded) {
             let (tx, next, stop, jobs) = (tx.clone(), &next, &stop, &jobs);
             scope.spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(job) = jobs.get(i) else { break };
-                    let outcome = check_one(job, args, reached);
-                    for r in reached {
+                    let outcome = check_one(job, args, reached, decoded);
+                    for r in reached.iter().chain(decoded) {
                         r.store(0, Ordering::Relaxed);
                     }
                     if tx.send((i, job.size, outcome)).is_err() {
@@ -289,11 +298,10 @@ pub fn run(args: &Args) -> Result<u8, Error> {
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
             }
-            // A file's sessions are taken in file order: its furthest thread tells how far it is.
-            let in_flight: u64 = reached
+            let in_flight: u64 = decoded
                 .iter()
-                .map(|file| file.iter().map(|r| r.load(Ordering::Relaxed)).max())
-                .map(Option::unwrap_or_default)
+                .flatten()
+                .map(|r| r.load(Ordering::Relaxed))
                 .sum();
             bar.set_position((done + in_flight).min(total));
             while let Some(outcome) = pending.remove(&next_out) {

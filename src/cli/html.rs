@@ -399,16 +399,20 @@ pub fn check(
     data: &[u8],
     format: LogFormat,
     reached: &AtomicU64,
+    done: &AtomicU64,
 ) -> Result<(Checked, Timeline), Error> {
     let name = input::name(path);
-    let mut sink = input::Reached {
+    let reached = input::Reached {
         inner: Timeline::default(),
         reached,
     };
+    let mut sink = input::Progress::new(reached, done);
     let checked = match detect(path, data, format)? {
-        Detected::Dataflash => {
-            Checked::Dataflash(Box::new(dataflash::decode(&name, data, &mut sink.inner)))
-        }
+        Detected::Dataflash => Checked::Dataflash(Box::new(dataflash::decode(
+            &name,
+            data,
+            &mut sink.inner.inner,
+        ))),
         Detected::Blackbox if !blackbox::is_blackbox(data) => {
             return Err(Error::NotALog {
                 path: path.to_owned(),
@@ -418,11 +422,13 @@ pub fn check(
         Detected::Blackbox => Checked::Blackbox(blackbox::decode(
             &name,
             data,
-            |session, sink: &mut input::Reached<'_, Timeline>| sink.inner.blackbox_session(session),
+            |session, sink: &mut input::Progress<'_, input::Reached<'_, Timeline>>| {
+                sink.inner.inner.blackbox_session(session)
+            },
             &mut sink,
         )),
     };
-    Ok((checked, sink.inner))
+    Ok((checked, sink.inner.inner))
 }
 
 /// Where the pages go: one per input and, when they share a directory, its index page.

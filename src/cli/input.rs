@@ -9,6 +9,7 @@ use memmap2::{Mmap, UncheckedAdvice};
 use std::cell::Cell;
 use std::io::{self, IsTerminal, Read};
 use std::ops::Deref;
+use std::ops::Range;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -178,6 +179,62 @@ impl<S: Sink> Sink for Reached<'_, S> {
         release_searched(offset);
         self.inner.searched(offset);
     }
+    fn started(&mut self, range: Range<usize>) {
+        self.inner.started(range);
+    }
+}
+
+/// A sink that counts the bytes its thread has decoded, for progress bars: where a session is
+/// split between threads, the offset a thread has reached is not the work it has done.
+pub struct Progress<'a, S> {
+    pub inner: S,
+    done: &'a AtomicU64,
+    /// Bytes of the pieces decoded before the current one.
+    before: u64,
+    /// Where the current piece started and ends (it may decode further, into the next piece's
+    /// bytes), and the last frame in it.
+    start: u64,
+    end: u64,
+    last: u64,
+}
+
+impl<'a, S> Progress<'a, S> {
+    pub fn new(inner: S, done: &'a AtomicU64) -> Self {
+        Progress {
+            inner,
+            done,
+            before: 0,
+            start: 0,
+            end: u64::MAX,
+            last: 0,
+        }
+    }
+
+    fn reach(&mut self, offset: u64) {
+        self.last = offset.clamp(self.start, self.end);
+        self.done
+            .store(self.before + (self.last - self.start), Ordering::Relaxed);
+    }
+}
+
+impl<S: Sink> Sink for Progress<'_, S> {
+    fn frame(&mut self, frame: &Frame<'_>) {
+        self.reach(frame.offset);
+        self.inner.frame(frame);
+    }
+    fn event(&mut self, event: &EventFrame<'_>) {
+        self.reach(event.offset);
+        self.inner.event(event);
+    }
+    fn searched(&mut self, offset: usize) {
+        self.inner.searched(offset);
+    }
+    fn started(&mut self, range: Range<usize>) {
+        self.before += self.last - self.start;
+        (self.start, self.end) = (range.start as u64, range.end as u64);
+        self.last = self.start;
+        self.inner.started(range);
+    }
 }
 
 thread_local! {
@@ -207,4 +264,43 @@ pub fn release_searched(offset: usize) {
             release_outside(map, &mut [offset as u64]);
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::blackbox::{self, decoder::Discard};
+    use crate::synth::{FlightSpec, Layout, flight};
+
+    #[test]
+    fn a_session_split_between_threads_counts_the_bytes_each_decoded() {
+        let spec = FlightSpec {
+            iterations: 40_000,
+            ..FlightSpec::new(Layout::Betaflight4)
+        };
+        let data = flight(&spec);
+        let sessions = blackbox::sessions(&data);
+        let [session] = &sessions[..] else {
+            panic!("one session")
+        };
+        let frames = session.bounds.end as u64 - session.header.data_start;
+        let done = [AtomicU64::new(0), AtomicU64::new(0)];
+        let reached = [AtomicU64::new(0), AtomicU64::new(0)];
+        let (_, splits) = blackbox::decode_in_pieces("log", &data, 2, data.len() / 3, |w| {
+            let reached = Reached {
+                inner: Discard,
+                reached: &reached[w],
+            };
+            Progress::new(reached, &done[w])
+        });
+        assert_eq!((splits.pieces, splits.joined), (1, 1));
+        // The later piece started half-way: its offset is there, but it decoded only its half.
+        let total: u64 = done.iter().map(|d| d.load(Ordering::Relaxed)).sum();
+        assert!(total <= frames, "{total} of {frames} bytes");
+        assert!(total >= frames - frames / 100, "{total} of {frames} bytes");
+        for (d, r) in done.iter().zip(&reached) {
+            assert!(d.load(Ordering::Relaxed) < frames * 3 / 4);
+            assert!(r.load(Ordering::Relaxed) > data.len() as u64 / 3);
+        }
+    }
 }
