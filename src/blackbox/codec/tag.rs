@@ -2,7 +2,7 @@
 //! TAG8_4S16 (8, in its Data version 1 and 2 layouts) and TAG2_3SVARIABLE (10 in Betaflight/INAV).
 
 use super::varint::{signed_vb, write_signed_vb};
-use super::{CodecResult, byte, bytes, sign_extend};
+use super::{CodecError, CodecErrorKind, CodecResult, byte, bytes, sign_extend};
 
 /// Decode a TAG8_8SVB group of `count` (1..=8) fields. A group of one is a plain signed varint.
 #[inline]
@@ -216,51 +216,38 @@ pub fn write_tag2_3svariable(out: &mut Vec<u8>, values: [i32; 3]) {
     }
 }
 
-/// Decode TAG8_4S16 as Data version 2 writes it: a nibble stream, high nibble first.
+/// Decode TAG8_4S16 as Data version 2 writes it: a nibble stream, high nibble first, each value 0,
+/// 4, 8 or 16 bits wide by its 2-bit selector; a last half byte is padding.
+///
+/// The values are cut from the (up to) 8 bytes after the selector without a branch on their
+/// widths, which vary from frame to frame.
 #[inline]
 pub fn tag8_4s16_v2(input: &[u8]) -> CodecResult<'_, [i32; 4]> {
-    let (mut rest, mut selector) = byte(input)?;
-    let mut values = [0i32; 4];
-    let mut half_byte: Option<u32> = None; // low nibble of a byte already read
-    for value in &mut values {
-        match (selector & 3, half_byte) {
-            (0, _) => {}
-            (1, None) => {
-                let (r, b) = byte(rest)?;
-                rest = r;
-                *value = sign_extend(u32::from(b) >> 4, 4);
-                half_byte = Some(u32::from(b) & 0x0F);
-            }
-            (1, Some(low)) => {
-                *value = sign_extend(low, 4);
-                half_byte = None;
-            }
-            (2, None) => {
-                let (r, b) = byte(rest)?;
-                rest = r;
-                *value = b as i8 as i32;
-            }
-            (2, Some(low)) => {
-                let (r, b) = byte(rest)?;
-                rest = r;
-                *value = sign_extend(low << 4 | u32::from(b) >> 4, 8);
-                half_byte = Some(u32::from(b) & 0x0F);
-            }
-            (_, None) => {
-                let (r, [hi, lo]) = bytes::<2>(rest)?;
-                rest = r;
-                *value = i16::from_be_bytes([hi, lo]) as i32;
-            }
-            (_, Some(low)) => {
-                let (r, [b1, b2]) = bytes::<2>(rest)?;
-                rest = r;
-                *value = sign_extend(low << 12 | u32::from(b1) << 4 | u32::from(b2) >> 4, 16);
-                half_byte = Some(u32::from(b2) & 0x0F);
-            }
+    let (rest, selector) = byte(input)?;
+    let stream = match rest.first_chunk::<8>() {
+        Some(chunk) => u64::from_be_bytes(*chunk),
+        None => {
+            let mut padded = [0u8; 8];
+            padded[..rest.len()].copy_from_slice(rest);
+            u64::from_be_bytes(padded)
         }
-        selector >>= 2;
+    };
+    let mut values = [0i32; 4];
+    let mut bits_read = 0u32;
+    for (k, value) in values.iter_mut().enumerate() {
+        let width = [0u32, 4, 8, 16][usize::from(selector >> (2 * k) & 3)];
+        // At most 48 bits precede the last value, so the shifts stay below 64; a width of 0
+        // shifts the sign bit all the way down, which the mask clears.
+        let top = (stream << bits_read) as i64;
+        let signed = (top >> 1) >> (63 - width);
+        *value = (signed & -i64::from(width != 0)) as i32;
+        bits_read += width;
     }
-    Ok((rest, values))
+    let len = bits_read.div_ceil(8) as usize;
+    match rest.get(len..) {
+        Some(after) => Ok((after, values)),
+        None => Err(CodecError::at(&[], CodecErrorKind::Eof)),
+    }
 }
 
 fn s16_selector(v: i32) -> u8 {
