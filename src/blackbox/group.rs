@@ -141,11 +141,7 @@ impl Group {
     /// The largest change of `field` between consecutive main frames held (frames of another
     /// length are not compared).
     fn largest_change(&self, field: usize) -> i64 {
-        let mut mains = self
-            .items
-            .iter()
-            .filter(|i| matches!(i.kind, FrameKind::I | FrameKind::P))
-            .map(|i| &self.values[i.values.clone()]);
+        let mut mains = self.main_frames();
         let Some(mut previous) = mains.next() else {
             return 0;
         };
@@ -161,6 +157,14 @@ impl Group {
             previous = frame;
         }
         largest
+    }
+
+    /// The values of the main frames held, in order.
+    fn main_frames(&self) -> impl DoubleEndedIterator<Item = &[i64]> {
+        self.items
+            .iter()
+            .filter(|i| matches!(i.kind, FrameKind::I | FrameKind::P))
+            .map(|i| &self.values[i.values.clone()])
     }
 
     /// Whether a logging-resume event is held: frames went unlogged before the next I frame.
@@ -199,12 +203,23 @@ impl Group {
         {
             return false;
         }
+        // One change inside each group (its first, and the last of the group before), which the
+        // largest changes are at least.
+        let second = self.main_frames().nth(1).filter(|f| f.len() == n);
+        let before_penultimate = before.main_frames().nth_back(1).filter(|f| f.len() == n);
+        let (second, before_penultimate) = (
+            second.unwrap_or(first),
+            before_penultimate.unwrap_or(before_last),
+        );
         (0..n).any(|f| {
             let (into, out) = (first[f] - before_last[f], next[f] - last[f]);
             let step = into.abs().min(out.abs());
+            let one_inside = (second[f] - first[f])
+                .abs()
+                .max((before_last[f] - before_penultimate[f]).abs());
             // The cheap conditions first (most fields stop at the first); the largest changes
             // inside, read from the frames held, last.
-            step > OFFSET_FACTOR * 2
+            step > OFFSET_FACTOR * (one_inside + 2)
                 && checked[f]
                 && (into < 0) != (out < 0)
                 && (into + out).abs() * 4 < into.abs() + out.abs()
