@@ -175,6 +175,9 @@ impl Ledger {
     }
 
     fn close_awaiting(&mut self, iteration: u32, time64: u64) {
+        if self.awaiting.is_empty() {
+            return;
+        }
         let lost = self.last_main.map(|(last, _)| {
             let (a, b) = (u64::from(last), u64::from(iteration));
             let frames = if b > a {
