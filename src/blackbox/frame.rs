@@ -241,7 +241,7 @@ impl FrameDef {
         let previous = whole(ctx.previous, start, end);
         let previous2 = whole(ctx.previous2, start, end);
         let constant =
-            |out: &mut [i64], c: i64| fill(&mut out[start..end], signed, |_, r| r.wrapping_add(c));
+            |out: &mut [i64], c: i64| fill(&mut out[start..end], signed, std::iter::repeat(c));
         match (run.predictor, previous, previous2) {
             (Predictor::Zero, _, _) => constant(out, 0),
             (Predictor::MinThrottle(c) | Predictor::VbatRef(c) | Predictor::MinMotor(c), _, _) => {
@@ -254,20 +254,20 @@ impl FrameDef {
             }
             (Predictor::Previous, Ok(None), _) => constant(out, 0),
             (Predictor::Previous, Ok(Some(p1)), _) => {
-                fill(&mut out[start..end], signed, |j, r| r.wrapping_add(p1[j]))
+                fill(&mut out[start..end], signed, p1.iter().copied())
             }
             (Predictor::StraightLine | Predictor::Average2, Ok(None), Ok(_))
             | (Predictor::StraightLine | Predictor::Average2, Ok(_), Ok(None)) => constant(out, 0),
-            (Predictor::StraightLine, Ok(Some(p1)), Ok(Some(p2))) => {
-                fill(&mut out[start..end], signed, |j, r| {
-                    r.wrapping_add(2 * p1[j] - p2[j])
-                })
-            }
-            (Predictor::Average2, Ok(Some(p1)), Ok(Some(p2))) => {
-                fill(&mut out[start..end], signed, |j, r| {
-                    r.wrapping_add((p1[j] + p2[j]) / 2)
-                })
-            }
+            (Predictor::StraightLine, Ok(Some(p1)), Ok(Some(p2))) => fill(
+                &mut out[start..end],
+                signed,
+                p1.iter().zip(p2).map(|(a, b)| 2 * a - b),
+            ),
+            (Predictor::Average2, Ok(Some(p1)), Ok(Some(p2))) => fill(
+                &mut out[start..end],
+                signed,
+                p1.iter().zip(p2).map(|(a, b)| (a + b) / 2),
+            ),
             // Rare predictors, and history shorter than the frame: one field at a time.
             (predictor, _, _) => {
                 for i in start..end {
@@ -412,11 +412,11 @@ fn read_each<'a, T: Into<i64>>(
     Ok(input)
 }
 
-/// Set each value to `f(index in the run, residual)`, normalised by its signed flag.
+/// Add each prediction to its residual in `values`, and normalise the sum by its signed flag.
 #[inline(always)]
-fn fill(values: &mut [i64], signed: &[bool], f: impl Fn(usize, i64) -> i64) {
-    for (j, (v, &s)) in values.iter_mut().zip(signed).enumerate() {
-        *v = normalise(f(j, *v), s);
+fn fill(values: &mut [i64], signed: &[bool], predictions: impl Iterator<Item = i64>) {
+    for ((v, &s), p) in values.iter_mut().zip(signed).zip(predictions) {
+        *v = normalise(v.wrapping_add(p), s);
     }
 }
 

@@ -11,6 +11,16 @@ pub const MAX_VARINT_LEN: usize = 5;
 /// firmware never writes one.
 #[inline]
 pub fn unsigned_vb(input: &[u8]) -> CodecResult<'_, u32> {
+    // Most values of a flight take one byte.
+    match input {
+        [b, rest @ ..] if *b < 0x80 => Ok((rest, u32::from(*b))),
+        _ => unsigned_vb_long(input),
+    }
+}
+
+/// [`unsigned_vb`] of a value that takes more than one byte (or of no value at all).
+#[inline]
+fn unsigned_vb_long(input: &[u8]) -> CodecResult<'_, u32> {
     let mut result = 0u32;
     for (i, &b) in input.iter().take(MAX_VARINT_LEN).enumerate() {
         if i == MAX_VARINT_LEN - 1 && b > 0x0F {
