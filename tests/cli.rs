@@ -509,6 +509,71 @@ fn a_lost_header_is_borrowed_from_a_log_of_the_same_firmware() {
 }
 
 #[test]
+fn a_large_headless_input_is_salvaged_with_a_borrowed_header_as_if_it_had_its_own() {
+    // Over 32 MiB: the input and its copy with the donor's header are mapped, not read whole.
+    let dir = TempDir::new("test-donor-large");
+    let flight = |iterations| {
+        bbcheck::synth::flight(&bbcheck::synth::FlightSpec {
+            iterations,
+            ..bbcheck::synth::FlightSpec::new(bbcheck::synth::Layout::Betaflight4)
+        })
+    };
+    let log = flight(4_400_000);
+    let data_start = bbcheck::blackbox::sessions(&log)[0].header.data_start as usize;
+    let mut headless = log[data_start..].to_vec();
+    assert!(headless.len() > 33 << 20, "{} bytes", headless.len());
+    // Damage in the middle, for salvage to leave out.
+    headless.drain(headless.len() / 2..headless.len() / 2 + 3);
+    let donor = dir.join("donor.bbl");
+    std::fs::write(&donor, flight(1000)).unwrap();
+    let input = dir.join("headless.bbl");
+    std::fs::write(&input, &headless).unwrap();
+    let out = dir.join("rescued.bbl");
+    let borrowed = bbcheck(&[
+        "salvage",
+        input.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--header-from",
+        donor.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        borrowed.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&borrowed.stderr)
+    );
+    // The same bytes with the header written in front by hand.
+    let whole = dir.join("whole.bbl");
+    std::fs::write(&whole, [&log[..data_start], &headless[..]].concat()).unwrap();
+    let expected = dir.join("expected.bbl");
+    let own = bbcheck(&[
+        "salvage",
+        whole.to_str().unwrap(),
+        "-o",
+        expected.to_str().unwrap(),
+    ]);
+    assert_eq!(own.status.code(), Some(1));
+    assert!(std::fs::read(&out).unwrap() == std::fs::read(&expected).unwrap());
+    // Nothing but the inputs and outputs is left beside them.
+    let mut names: Vec<String> = std::fs::read_dir(&*dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "donor.bbl",
+            "expected.bbl",
+            "headless.bbl",
+            "rescued.bbl",
+            "whole.bbl"
+        ]
+    );
+}
+
+#[test]
 fn bytes_after_a_log_end_event_are_not_damage() {
     // A flight controller sharing its port writes other traffic (here an MSP reply) between logs.
     let dir = TempDir::new("test-after-log-end");

@@ -525,17 +525,24 @@ struct Segment {
     len: usize,
 }
 
-/// The input with every unusable (or missing) header replaced by a donor's.
+/// The input with every unusable (or missing) header replaced by a donor's: what goes where, for
+/// [`Borrowed::write_to`] to write and [`Borrowed::check`] to judge.
 pub struct Borrowed {
-    /// The input's frame data behind the donor's header.
-    pub bytes: Vec<u8>,
+    /// The donor's first header that defines I frames.
+    header: Vec<u8>,
+    /// Stretches of the input, in order, each behind the donor's header when its flag is set.
+    pieces: Vec<(bool, usize, usize)>,
     segments: Vec<Segment>,
-    /// Sessions (1-based, in `bytes`) whose header came from the donor.
+    /// Sessions (1-based, in the written bytes) whose header came from the donor.
     pub replaced: Vec<usize>,
 }
 
+/// Bytes of the input written between two calls of [`Borrowed::write_to`]'s progress function.
+const WRITE_CHUNK: usize = 4 << 20;
+
 impl Borrowed {
-    /// The input offset of an offset in `bytes`; a borrowed header maps to where its data starts.
+    /// The input offset of an offset in the written bytes; a borrowed header maps to where its
+    /// data starts.
     pub fn input_offset(&self, offset: u64) -> u64 {
         let offset = offset as usize;
         for s in &self.segments {
@@ -550,66 +557,116 @@ impl Borrowed {
             .last()
             .map_or(0, |s| (s.input_start + s.len) as u64)
     }
+
+    /// Write `input` (the file this was planned for) with the donor's header in front of each
+    /// session that lost its own, calling `written` with the input offset reached every few MiB.
+    pub fn write_to(
+        &self,
+        input: &[u8],
+        out: &mut impl io::Write,
+        mut written: impl FnMut(usize),
+    ) -> io::Result<()> {
+        for &(borrow, start, end) in &self.pieces {
+            if borrow {
+                out.write_all(&self.header)?;
+            }
+            for chunk_start in (start..end).step_by(WRITE_CHUNK) {
+                let chunk_end = end.min(chunk_start + WRITE_CHUNK);
+                out.write_all(&input[chunk_start..chunk_end])?;
+                written(chunk_end);
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuse the written `bytes` when the donor's layout does not decode a session given its
+    /// header plausibly: less than half of its data bytes in trusted frames, or no trusted main
+    /// frame. `sink` follows the decoding.
+    pub fn check(&self, bytes: &[u8], sink: &mut impl Sink) -> Result<(), String> {
+        let report = super::decode("borrowed", bytes, |_, _| {}, sink);
+        for &index in &self.replaced {
+            let Some(s) = report.sessions.get(index - 1) else {
+                return Err(format!("session {index} is missing from the written bytes"));
+            };
+            let data = s.end - s.data_start;
+            let trusted: u64 = s
+                .regions
+                .iter()
+                .filter(|r| r.kind == crate::report::RegionKind::Frames)
+                .map(|r| r.end - r.start)
+                .sum();
+            if s.frames.i + s.frames.p == 0 || trusted * 2 < data {
+                return Err(format!(
+                    "the donor's field layout does not decode session {index}: {trusted} of its \
+                     {data} data bytes form trusted frames"
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
-/// Put `donor`'s first header in front of the data of every session of `input` whose header does
-/// not define I frames (or in front of the whole input when it has no session at all). Refused when
-/// the donor's layout does not decode that data plausibly: less than half of its bytes in trusted
-/// frames, or no trusted main frame.
-pub fn borrow_header(input: &[u8], donor: &[u8]) -> Result<Borrowed, String> {
-    let donor_session = super::sessions(donor)
-        .into_iter()
-        .find(|s| s.header.i.is_some())
-        .ok_or("the donor has no session whose header defines I frames")?;
-    let header = &donor[donor_session.bounds.start..donor_session.header.data_start as usize];
-    let sessions = super::sessions(input);
+/// Bytes of a session read for its header when borrowing one (headers are a few KiB).
+const DONOR_HEADER_WINDOW: usize = 1 << 20;
+
+/// The first header in `donor` that defines I frames. Only headers are read: each is parsed up to
+/// the next log start marker within [`DONOR_HEADER_WINDOW`] bytes.
+fn donor_header(donor: &[u8]) -> Option<&[u8]> {
+    let finder = memchr::memmem::Finder::new(LOG_START_MARKER);
+    finder.find_iter(donor).find_map(|start| {
+        let window = &donor[start..donor.len().min(start + DONOR_HEADER_WINDOW)];
+        let end = start + finder.find(&window[1..]).map_or(window.len(), |at| at + 1);
+        let header = super::header::Header::parse(donor, start, end);
+        let data_start = usize::try_from(header.data_start).ok()?;
+        header.i.is_some().then(|| &donor[start..data_start])
+    })
+}
+
+/// Plan putting `donor`'s first header that defines I frames in front of the data of every
+/// session of `input` whose header does not (or in front of the whole input when it has no
+/// session at all), telling `searched` how far the search of `input` for sessions has gone. The
+/// input is not copied: [`Borrowed::write_to`] writes the result, and [`Borrowed::check`] refuses
+/// it when the donor's layout does not fit.
+pub fn borrow_header(
+    input: &[u8],
+    donor: &[u8],
+    searched: &mut dyn FnMut(usize),
+) -> Result<Borrowed, String> {
+    let header =
+        donor_header(donor).ok_or("the donor has no session whose header defines I frames")?;
+    let sessions = super::find_sessions_telling(input, searched);
     // Data ranges to put behind the donor's header, and what to keep as it is.
     let mut pieces: Vec<(bool, usize, usize)> = Vec::new();
     if sessions.is_empty() {
         pieces.push((true, 0, input.len()));
     }
-    for s in &sessions {
-        let data_start = (s.header.data_start as usize).clamp(s.bounds.start, s.bounds.end);
-        if s.header.i.is_some() {
-            pieces.push((false, s.bounds.start, s.bounds.end));
+    for bounds in sessions {
+        let header = super::header::Header::parse(input, bounds.start, bounds.end);
+        let data_start = (header.data_start as usize).clamp(bounds.start, bounds.end);
+        if header.i.is_some() {
+            pieces.push((false, bounds.start, bounds.end));
         } else {
-            pieces.push((true, data_start, s.bounds.end));
+            pieces.push((true, data_start, bounds.end));
         }
     }
-    let mut bytes = Vec::with_capacity(input.len() + header.len() * pieces.len());
+    let mut written = 0;
     let mut segments = Vec::new();
     let mut replaced = Vec::new();
     for (index, &(borrow, start, end)) in pieces.iter().enumerate() {
         if borrow {
-            bytes.extend_from_slice(header);
+            written += header.len();
             replaced.push(index + 1);
         }
         segments.push(Segment {
-            start: bytes.len(),
+            start: written,
             input_start: start,
             len: end - start,
         });
-        bytes.extend_from_slice(&input[start..end]);
-    }
-    let report = super::decode("borrowed", &bytes, |_, _| {}, &mut super::decoder::Discard);
-    for &index in &replaced {
-        let s = &report.sessions[index - 1];
-        let data = s.end - s.data_start;
-        let trusted: u64 = s
-            .regions
-            .iter()
-            .filter(|r| r.kind == crate::report::RegionKind::Frames)
-            .map(|r| r.end - r.start)
-            .sum();
-        if s.frames.i + s.frames.p == 0 || trusted * 2 < data {
-            return Err(format!(
-                "the donor's field layout does not decode session {index}: {trusted} of its {data} \
-                 data bytes form trusted frames"
-            ));
-        }
+        written += end - start;
     }
     Ok(Borrowed {
-        bytes,
+        header: header.to_vec(),
+        pieces,
         segments,
         replaced,
     })

@@ -83,6 +83,11 @@ impl AtomicFile {
         &self.path
     }
 
+    /// Where it is written until then (removed if it is never committed).
+    pub fn temp_path(&self) -> &Path {
+        &self.temp
+    }
+
     /// Flush, sync and move the file into place.
     pub fn commit(self) -> Result<(), Error> {
         self.close()?.commit()

@@ -2,13 +2,14 @@
 
 use super::output::{AtomicFile, ClosedFile};
 use super::{Detected, EXIT_CLEAN, EXIT_DAMAGED, Error, LogFormat, detect, input, terminal};
-use crate::blackbox::{self, salvage::SalvagedSession};
+use crate::blackbox::{self, decoder::Discard, salvage::SalvagedSession};
 use crate::dataflash;
 use crate::report::CorruptSpan;
+use indicatif::ProgressBar;
 use serde::Serialize;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -190,16 +191,61 @@ pub fn run(args: &Args) -> Result<u8, Error> {
     // it; what is printed waits for the progress bar to be gone.
     let reached = AtomicU64::new(0);
     let mut printed = String::new();
-    let bar = input::progress_bar(data.len() as u64);
-    let code = input::bounded(
-        &data,
-        std::slice::from_ref(&reached),
-        &bar,
-        || match detected {
-            Detected::Dataflash => run_dataflash(args, &data, &reached, &mut printed),
-            Detected::Blackbox => run_blackbox(args, &data, &reached, &mut printed),
-        },
-    )?;
+    let code = match (detected, &args.header_from) {
+        (Detected::Blackbox, Some(donor)) => {
+            let refused = |e: String| {
+                Error::Usage(format!(
+                    "{}: header from {}: {e}",
+                    args.input.display(),
+                    donor.display()
+                ))
+            };
+            let donor = input::open(donor)?;
+            // The input with the donor's header goes to a scratch file beside the output (removed
+            // however the work ends), which is then read like any input: mapped when large.
+            let name = args
+                .output
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy();
+            let mut scratch =
+                AtomicFile::create(&args.output.with_file_name(format!("{name}.borrowed")))?;
+            let hidden = ProgressBar::hidden();
+            let borrowed = input::bounded(&data, std::slice::from_ref(&reached), &hidden, || {
+                let borrowed =
+                    blackbox::salvage::borrow_header(&data, &donor, &mut input::release_searched)
+                        .map_err(refused)?;
+                let out = scratch.writer();
+                borrowed
+                    .write_to(&data, out, |at| reached.store(at as u64, Ordering::Relaxed))
+                    .and_then(|()| out.flush())
+                    .map_err(|e| Error::io(scratch.temp_path(), e))?;
+                Ok::<_, Error>(borrowed)
+            })?;
+            let copy = input::open(scratch.temp_path())?;
+            let bar = input::progress_bar(copy.len() as u64);
+            input::bounded(&copy, std::slice::from_ref(&reached), &bar, || {
+                let mut followed = input::Reached {
+                    inner: Discard,
+                    reached: &reached,
+                };
+                borrowed.check(&copy, &mut followed).map_err(refused)?;
+                run_blackbox(args, &copy, Some(&borrowed), &reached, &mut printed)
+            })?
+        }
+        _ => {
+            let bar = input::progress_bar(data.len() as u64);
+            input::bounded(
+                &data,
+                std::slice::from_ref(&reached),
+                &bar,
+                || match detected {
+                    Detected::Dataflash => run_dataflash(args, &data, &reached, &mut printed),
+                    Detected::Blackbox => run_blackbox(args, &data, None, &reached, &mut printed),
+                },
+            )?
+        }
+    };
     io::stdout()
         .write_all(printed.as_bytes())
         .map_err(|e| Error::io(Path::new("<stdout>"), e))?;
@@ -268,9 +314,12 @@ fn run_dataflash(
     })
 }
 
+/// Salvage `data`: the input, or its copy with a donor's header in front of its sessions'
+/// data (`borrowed`), whose offsets are mapped back to the input's in what is printed.
 fn run_blackbox(
     args: &Args,
-    input: &[u8],
+    data: &[u8],
+    borrowed: Option<&blackbox::salvage::Borrowed>,
     reached: &AtomicU64,
     out: &mut String,
 ) -> Result<u8, Error> {
@@ -281,28 +330,13 @@ fn run_blackbox(
         )));
     }
     let name = input::name(&args.input);
-    let borrowed = match &args.header_from {
-        Some(donor_path) => {
-            let donor = input::open(donor_path)?;
-            let borrowed = blackbox::salvage::borrow_header(input, &donor).map_err(|e| {
-                Error::Usage(format!(
-                    "{}: header from {}: {e}",
-                    args.input.display(),
-                    donor_path.display()
-                ))
-            })?;
-            Some(borrowed)
-        }
-        None if !blackbox::is_blackbox(input) => {
-            return Err(Error::NotALog {
-                path: args.input.clone(),
-                size: input.len() as u64,
-            });
-        }
-        None => None,
-    };
-    let data = borrowed.as_ref().map_or(input, |b| &b.bytes[..]);
-    let to_input = |offset: u64| borrowed.as_ref().map_or(offset, |b| b.input_offset(offset));
+    if borrowed.is_none() && !blackbox::is_blackbox(data) {
+        return Err(Error::NotALog {
+            path: args.input.clone(),
+            size: data.len() as u64,
+        });
+    }
+    let to_input = |offset: u64| borrowed.map_or(offset, |b| b.input_offset(offset));
     let mut files = Files {
         args,
         open: None,
