@@ -109,10 +109,7 @@ pub fn bounded<T>(
                 }
             }
         });
-        let working = map.map(|map| {
-            WORKING_MAP.with(|m| m.set(map));
-            Working
-        });
+        let working = map.map(|map| Working(WORKING_MAP.with(|m| m.replace(map))));
         let result = work();
         drop(working);
         done.store(true, Ordering::Relaxed);
@@ -242,12 +239,13 @@ thread_local! {
     static WORKING_MAP: Cell<*const Mmap> = const { Cell::new(std::ptr::null()) };
 }
 
-/// Clears [`WORKING_MAP`] when the work ends, panicking or not.
-struct Working;
+/// Puts back the [`WORKING_MAP`] it replaced (that of an enclosing [`bounded`], or null) when the
+/// work ends, panicking or not.
+struct Working(*const Mmap);
 
 impl Drop for Working {
     fn drop(&mut self) {
-        WORKING_MAP.with(|m| m.set(std::ptr::null()));
+        WORKING_MAP.with(|m| m.set(self.0));
     }
 }
 

@@ -274,7 +274,17 @@ fn run_dataflash(
         return Err(usage("--header-from"));
     }
     let formats = match &args.fmt_from {
-        Some(donor) => dataflash::salvage::donor_formats(&input::open(donor)?),
+        Some(donor) => {
+            // Scanned whole, its mapped pages released behind the scan.
+            let donor = input::open(donor)?;
+            let at = AtomicU64::new(0);
+            input::bounded(
+                &donor,
+                std::slice::from_ref(&at),
+                &ProgressBar::hidden(),
+                || dataflash::salvage::donor_formats(&donor, &at),
+            )
+        }
         None => dataflash::fmt::Formats::new(),
     };
     refuse_input(&args.output, &args.input)?;

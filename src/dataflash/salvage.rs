@@ -479,13 +479,21 @@ pub fn salvage_into(
     Ok((report, summary))
 }
 
-/// The format table a donor log defines by its end, to start a scan from with `--fmt-from`.
-pub fn donor_formats(donor: &[u8]) -> Formats {
+/// The format table a donor log defines by its end, to start a scan from with `--fmt-from`,
+/// noting in `reached` the offset the scan has reached.
+pub fn donor_formats(donor: &[u8], reached: &AtomicU64) -> Formats {
+    /// Notes where the scan is.
+    struct Reached<'a>(&'a AtomicU64);
+    impl Sink for Reached<'_> {
+        fn message(&mut self, message: &Message<'_>) {
+            self.0.store(message.offset, Ordering::Relaxed);
+        }
+    }
     scan_with(
         donor,
         Rules::Thorough,
         Formats::new(),
-        &mut super::reader::Discard,
+        &mut Reached(reached),
     )
     .formats
 }
@@ -570,7 +578,7 @@ mod tests {
             "no definition yet"
         );
         // From a donor's table, the type is defined from the start.
-        let donor = donor_formats(&log());
+        let donor = donor_formats(&log(), &AtomicU64::new(0));
         let (report, salvaged) = salvage("t", &input, donor);
         assert_eq!(salvaged.summary.formats_added, ["TST"]);
         let (again, resalvaged) = salvage("t", &salvaged.bytes, Formats::new());
@@ -619,7 +627,7 @@ mod tests {
     #[test]
     fn borrowed_formats_bring_their_units() {
         let whole = log_with_units();
-        let donor = donor_formats(&whole);
+        let donor = donor_formats(&whole, &AtomicU64::new(0));
         let tst = donor.get(0x40).unwrap();
         assert_eq!(donor.column_units(tst).unwrap(), ["s"]);
         // Everything before the first TST message is lost.
@@ -632,19 +640,23 @@ mod tests {
             salvaged.summary.formats_added,
             ["TST", "UNIT", "MULT", "FMTU", "TWO"]
         );
-        let table = donor_formats(&salvaged.bytes);
+        let table = donor_formats(&salvaged.bytes, &AtomicU64::new(0));
         let tst = table.get(0x40).unwrap();
         assert_eq!(table.column_units(tst).unwrap(), ["s"]);
         assert_eq!(table.column_multipliers(tst).unwrap(), [Some(1e-6)]);
         // Without units in the donor, the definition comes alone.
-        let (_, salvaged) = salvage("t", &log()[2 * 89..], donor_formats(&log()));
+        let (_, salvaged) = salvage(
+            "t",
+            &log()[2 * 89..],
+            donor_formats(&log(), &AtomicU64::new(0)),
+        );
         assert_eq!(salvaged.summary.formats_added, ["TST", "TWO"]);
     }
 
     #[test]
     fn fmt_messages_round_trip_through_the_table() {
         let bytes = fmt(0x41, 7, "TWO", "I", "Value");
-        let formats = donor_formats(&bytes);
+        let formats = donor_formats(&bytes, &AtomicU64::new(0));
         let two = formats.get(0x41).unwrap();
         assert_eq!(fmt_message(&Format::fmt(), two).unwrap(), bytes);
         // A name longer than the layout's 4 characters cannot be written.
