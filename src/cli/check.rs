@@ -66,7 +66,16 @@ pub fn check_data(
 ) -> Result<Checked, Error> {
     let name = input::name(path);
     match detect(path, data, format)? {
-        Detected::Dataflash => Ok(Checked::Dataflash(Box::new(dataflash::check(&name, data)))),
+        Detected::Dataflash => {
+            let reached = input::Reached {
+                inner: dataflash::reader::Discard,
+                reached: &reached[0],
+            };
+            let mut sink = input::Progress::new(reached, &done[0]);
+            Ok(Checked::Dataflash(Box::new(dataflash::decode(
+                &name, data, &mut sink,
+            ))))
+        }
         Detected::Blackbox if !blackbox::is_blackbox(data) => Err(Error::NotALog {
             path: path.to_owned(),
             size: data.len() as u64,

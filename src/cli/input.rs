@@ -4,6 +4,7 @@
 
 use super::Error;
 use crate::blackbox::decoder::{EventFrame, Frame, Sink};
+use crate::dataflash;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use memmap2::{Mmap, UncheckedAdvice};
 use std::cell::Cell;
@@ -181,6 +182,16 @@ impl<S: Sink> Sink for Reached<'_, S> {
     }
 }
 
+impl<S: dataflash::Sink> dataflash::Sink for Reached<'_, S> {
+    fn message(&mut self, message: &dataflash::Message<'_>) {
+        self.reached.store(message.offset, Ordering::Relaxed);
+        self.inner.message(message);
+    }
+    fn session(&mut self, offset: u64) {
+        self.inner.session(offset);
+    }
+}
+
 /// A sink that counts the bytes its thread has decoded, for progress bars: where a session is
 /// split between threads, the offset a thread has reached is not the work it has done.
 pub struct Progress<'a, S> {
@@ -262,6 +273,16 @@ pub fn release_searched(offset: usize) {
             release_outside(map, &mut [offset as u64]);
         }
     });
+}
+
+impl<S: dataflash::Sink> dataflash::Sink for Progress<'_, S> {
+    fn message(&mut self, message: &dataflash::Message<'_>) {
+        self.reach(message.offset);
+        self.inner.message(message);
+    }
+    fn session(&mut self, offset: u64) {
+        self.inner.session(offset);
+    }
 }
 
 #[cfg(test)]
