@@ -561,8 +561,13 @@ fn damaged_logs_never_panic_and_keep_every_message_before_the_damage() {
                 .collect();
             assert_eq!(offsets.0[..kept.len()], kept[..], "round {round}");
             let mut out = Vec::new();
-            let exported =
-                bbcheck::dataflash::jsonl::write_jsonl("damaged", &data, &mut out).unwrap();
+            let exported = bbcheck::dataflash::jsonl::write_jsonl(
+                "damaged",
+                &data,
+                &mut out,
+                &Default::default(),
+            )
+            .unwrap();
             assert_eq!(exported, report);
             assert_eq!(
                 out.iter().filter(|&&b| b == b'\n').count() as u64,

@@ -8,7 +8,6 @@ use crate::blackbox::decoder::{EventFrame, Frame, Sink};
 use crate::blackbox::frame::FrameKind;
 use crate::blackbox::{self, Session};
 use crate::report::FileReport;
-use indicatif::ProgressBar;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::io::{self, BufWriter, Write};
@@ -61,45 +60,49 @@ fn csv_destination(args: &Args) -> Result<(PathBuf, String), Error> {
     Ok((dir, stem))
 }
 
-/// Export a DataFlash log (its mapped pages released as the scans go by).
+/// Export a DataFlash log (its mapped pages released as the scans go by). Each of its two scans
+/// (formats, then messages) moves the progress bar across the file.
 fn run_dataflash(args: &Args, input: &input::Input) -> Result<u8, Error> {
-    let unknown = AtomicU64::new(0);
-    input::bounded(
-        input,
-        std::slice::from_ref(&unknown),
-        &ProgressBar::hidden(),
-        || export_dataflash(args, input),
-    )
+    let reached = AtomicU64::new(0);
+    let bar = input::progress_bar(input.len() as u64);
+    input::bounded(input, std::slice::from_ref(&reached), &bar, || {
+        export_dataflash(args, input, &reached)
+    })
 }
 
-fn export_dataflash(args: &Args, data: &[u8]) -> Result<u8, Error> {
+fn export_dataflash(args: &Args, data: &[u8], reached: &AtomicU64) -> Result<u8, Error> {
     let name = input::name(&args.file);
     let report = if args.jsonl {
         let stdout = io::stdout();
-        crate::dataflash::jsonl::write_jsonl(&name, data, stdout.lock())
+        crate::dataflash::jsonl::write_jsonl(&name, data, stdout.lock(), reached)
             .map_err(|e| Error::io(Path::new("<stdout>"), e))?
     } else {
         let (dir, stem) = csv_destination(args)?;
         // The first error creating a file, with its path.
         let mut failed: Option<Error> = None;
-        let result = crate::dataflash::csv::write_csv(&name, data, |table| {
-            // Type names are printable ASCII; keep only what is safe in a file name.
-            let table: String = table
-                .chars()
-                .map(|c| {
-                    if c.is_ascii_alphanumeric() || c == '.' {
-                        c
-                    } else {
-                        '_'
-                    }
+        let result = crate::dataflash::csv::write_csv(
+            &name,
+            data,
+            |table| {
+                // Type names are printable ASCII; keep only what is safe in a file name.
+                let table: String = table
+                    .chars()
+                    .map(|c| {
+                        if c.is_ascii_alphanumeric() || c == '.' {
+                            c
+                        } else {
+                            '_'
+                        }
+                    })
+                    .collect();
+                let path = dir.join(format!("{stem}.{table}.csv"));
+                AtomicFile::create(&path).map_err(|e| {
+                    failed = Some(e);
+                    io::Error::other("cannot create a CSV file")
                 })
-                .collect();
-            let path = dir.join(format!("{stem}.{table}.csv"));
-            AtomicFile::create(&path).map_err(|e| {
-                failed = Some(e);
-                io::Error::other("cannot create a CSV file")
-            })
-        });
+            },
+            reached,
+        );
         let (report, files) = match (result, failed) {
             (_, Some(e)) => return Err(e),
             (Err(e), None) => return Err(Error::io(&dir, e)),

@@ -9,9 +9,10 @@
 
 use super::fmt::{Format, Formats};
 use super::message::{Message, Text, Value, int16_array};
-use super::reader::{Discard, Rules, Sink, scan_with};
+use super::reader::{Noting, Rules, Sink, scan_with};
 use super::report::{DataflashReport, Observer, build};
 use std::io::{self, Write};
+use std::sync::atomic::AtomicU64;
 
 /// The heading of each column of `format`, with its unit as the table's FMTU names it.
 pub fn headings(formats: &Formats, format: &Format) -> Vec<String> {
@@ -168,9 +169,10 @@ pub fn write_csv<W: Write>(
     path: &str,
     data: &[u8],
     create: impl FnMut(&str) -> io::Result<W>,
+    reached: &AtomicU64,
 ) -> io::Result<(DataflashReport, Vec<W>)> {
     // The units as the end of the file defines them: a first pass reads only the headers.
-    let first = scan_with(data, Rules::Thorough, Formats::new(), &mut Discard);
+    let first = scan_with(data, Rules::Thorough, Formats::new(), &mut Noting(reached));
     let mut sink = CsvSink {
         formats: &first.formats,
         create,
@@ -179,7 +181,12 @@ pub fn write_csv<W: Write>(
         observer: Observer::default(),
         error: None,
     };
-    let scan = scan_with(data, Rules::Thorough, Formats::new(), &mut sink);
+    let scan = scan_with(
+        data,
+        Rules::Thorough,
+        Formats::new(),
+        &mut (&mut sink, &mut Noting(reached)),
+    );
     if let Some(e) = sink.error {
         return Err(e);
     }
@@ -200,10 +207,16 @@ mod tests {
     /// Tables by name, as text.
     fn export(data: &[u8]) -> Vec<(String, String)> {
         let mut names = Vec::new();
-        let (_, writers) = write_csv("t", data, |name| {
-            names.push(name.to_owned());
-            Ok(Vec::new())
-        })
+        let reached = AtomicU64::new(0);
+        let (_, writers) = write_csv(
+            "t",
+            data,
+            |name| {
+                names.push(name.to_owned());
+                Ok(Vec::new())
+            },
+            &reached,
+        )
         .unwrap();
         names
             .into_iter()

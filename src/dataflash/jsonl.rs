@@ -8,12 +8,13 @@
 
 use super::fmt::{Format, Formats};
 use super::message::{Message, Text, Value, int16_array};
-use super::reader::{self, Discard, Rules, Sink};
+use super::reader::{self, Noting, Rules, Sink};
 use super::report::{DataflashReport, FORMAT_NAME, Observer, build};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::io::{self, BufWriter, Write};
 use std::rc::Rc;
+use std::sync::atomic::AtomicU64;
 
 /// One format in the session record.
 #[derive(Serialize)]
@@ -177,9 +178,14 @@ impl<W: Write> Sink for JsonlSink<'_, W> {
 /// Decode `data` by the thorough rules and write it as JSON Lines to `out`: per session a session
 /// record with the formats defined by the session's end, then its messages. Returns the `check`
 /// report of the file.
-pub fn write_jsonl(path: &str, data: &[u8], out: impl Write) -> io::Result<DataflashReport> {
+pub fn write_jsonl(
+    path: &str,
+    data: &[u8],
+    out: impl Write,
+    reached: &AtomicU64,
+) -> io::Result<DataflashReport> {
     // The formats as each session's end defines them: a first pass reads only the headers.
-    let first = reader::scan_with(data, Rules::Thorough, Formats::new(), &mut Discard);
+    let first = reader::scan_with(data, Rules::Thorough, Formats::new(), &mut Noting(reached));
     let mut sink = JsonlSink {
         out: BufWriter::with_capacity(1 << 16, out),
         session_formats: &first.session_formats,
@@ -188,7 +194,12 @@ pub fn write_jsonl(path: &str, data: &[u8], out: impl Write) -> io::Result<Dataf
         error: None,
     };
     sink.session_record(0)?;
-    let scan = reader::scan_with(data, Rules::Thorough, Formats::new(), &mut sink);
+    let scan = reader::scan_with(
+        data,
+        Rules::Thorough,
+        Formats::new(),
+        &mut (&mut sink, &mut Noting(reached)),
+    );
     if let Some(e) = sink.error {
         return Err(e);
     }

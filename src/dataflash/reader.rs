@@ -26,6 +26,7 @@ use super::message::{Fields, Message, decode_name};
 use crate::report::DamageReason;
 use std::collections::BTreeMap;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Which rules decide what to accept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +50,17 @@ pub struct Discard;
 
 impl Sink for Discard {
     fn message(&mut self, _: &Message<'_>) {}
+}
+
+/// A sink that notes the offset of each message, for progress bars and for releasing the pages of
+/// a mapped file behind the scan.
+pub struct Noting<'a>(pub &'a AtomicU64);
+
+impl Sink for Noting<'_> {
+    #[inline]
+    fn message(&mut self, message: &Message<'_>) {
+        self.0.store(message.offset, Ordering::Relaxed);
+    }
 }
 
 impl<A: Sink, B: Sink> Sink for (&mut A, &mut B) {

@@ -13,7 +13,7 @@ use super::fmt::{
     mult_from_values, unit_from_values,
 };
 use super::message::Message;
-use super::reader::{Rules, Sink, scan_with};
+use super::reader::{Noting, Rules, Sink, scan_with};
 use super::report::{DataflashReport, Observer, build};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -482,20 +482,7 @@ pub fn salvage_into(
 /// The format table a donor log defines by its end, to start a scan from with `--fmt-from`,
 /// noting in `reached` the offset the scan has reached.
 pub fn donor_formats(donor: &[u8], reached: &AtomicU64) -> Formats {
-    /// Notes where the scan is.
-    struct Reached<'a>(&'a AtomicU64);
-    impl Sink for Reached<'_> {
-        fn message(&mut self, message: &Message<'_>) {
-            self.0.store(message.offset, Ordering::Relaxed);
-        }
-    }
-    scan_with(
-        donor,
-        Rules::Thorough,
-        Formats::new(),
-        &mut Reached(reached),
-    )
-    .formats
+    scan_with(donor, Rules::Thorough, Formats::new(), &mut Noting(reached)).formats
 }
 
 #[cfg(test)]
