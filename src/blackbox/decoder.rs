@@ -287,7 +287,8 @@ pub struct State {
     loop_time: Option<u64>,
     scan_gap: Option<DamageReason>,
     group: Group,
-    before: Group,
+    /// What the offset check reads of the last trusted group (see [`Group::offset_summary`]).
+    before: (Vec<i64>, Vec<i64>),
     before_line_feeds: Vec<i64>,
     ledger: ledger::State,
 }
@@ -684,7 +685,7 @@ impl<'a> SessionDecoder<'a> {
             loop_time: self.loop_time.map(f64::to_bits),
             scan_gap: self.scan_gap,
             group: self.group.clone(),
-            before: self.before.clone(),
+            before: self.before.offset_summary(),
             before_line_feeds: self.before_line_feeds.clone(),
             ledger: self.ledger.state(),
         }
