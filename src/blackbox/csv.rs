@@ -690,16 +690,49 @@ fn write_int(out: &mut Vec<u8>, value: impl itoa::Integer) {
     out.extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
 }
 
+/// Write an integer right-aligned in at least `width` columns, as `{:width$}` does.
+fn write_padded(out: &mut Vec<u8>, value: impl itoa::Integer, width: usize) {
+    let mut buffer = itoa::Buffer::new();
+    let digits = buffer.format(value).as_bytes();
+    out.extend(std::iter::repeat_n(
+        b' ',
+        width.saturating_sub(digits.len()),
+    ));
+    out.extend_from_slice(digits);
+}
+
+/// Write `value / 10^decimals` with exactly `decimals` decimals: what `{:.decimals$}` writes for
+/// the `f64` nearest that quotient (exact for any 32-bit value, as the quotient's decimals are
+/// all there are).
+fn write_decimal(out: &mut Vec<u8>, value: i64, decimals: u32) {
+    let scale = 10u64.pow(decimals);
+    if value < 0 {
+        out.push(b'-');
+    }
+    let magnitude = value.unsigned_abs();
+    write_int(out, magnitude / scale);
+    out.push(b'.');
+    write_padded_zeros(out, magnitude % scale, decimals as usize);
+}
+
+/// Write `value` with leading zeros to `width` digits.
+fn write_padded_zeros(out: &mut Vec<u8>, value: u64, width: usize) {
+    let mut buffer = itoa::Buffer::new();
+    let digits = buffer.format(value).as_bytes();
+    out.extend(std::iter::repeat_n(
+        b'0',
+        width.saturating_sub(digits.len()),
+    ));
+    out.extend_from_slice(digits);
+}
+
 /// Write a fixed-point value `value / scale` as `int.frac` the way the tools do for GPS speed and
 /// course: the integer part by truncating division (so a small negative value loses its sign),
 /// the fraction from the absolute value.
 fn write_fixed(out: &mut Vec<u8>, value: i64, scale: i64, digits: usize) {
     write_int(out, value / scale);
-    let _ = write!(
-        out,
-        ".{:0digits$}",
-        value.unsigned_abs() % scale.unsigned_abs()
-    );
+    out.push(b'.');
+    write_padded_zeros(out, value.unsigned_abs() % scale.unsigned_abs(), digits);
 }
 
 /// Write degrees × 10⁷ as degrees with seven decimals.
@@ -709,7 +742,8 @@ fn write_coordinate(out: &mut Vec<u8>, value: i64) {
         out.push(b'-');
     }
     write_int(out, degrees as i32);
-    let _ = write!(out, ".{:07}", value.unsigned_abs() % 10_000_000);
+    out.push(b'.');
+    write_padded_zeros(out, value.unsigned_abs() % 10_000_000, 7);
 }
 
 /// C's `%g` (six significant digits, trailing zeros dropped).
@@ -870,36 +904,36 @@ impl ReferenceCsv {
                 MainColumn::BaroAlt => write_int(out, v),
                 MainColumn::Vbat => match layout.flavour {
                     Flavour::Betaflight => {
-                        let _ = write!(out, "{:.1}", v as f64 / 10.0);
+                        write_decimal(out, v, 1);
                     }
                     Flavour::Inav => {
-                        let volts = match layout.inav_battery {
-                            InavBattery::Centi => f64::from(v as u16) / 100.0,
+                        let millivolts = match layout.inav_battery {
+                            InavBattery::Centi => i64::from(v as u16) * 10,
                             InavBattery::Adc => {
                                 let mv = i64::from(v as u16) * 33 * 10 * layout.vbat_scale / 0xFFF;
-                                f64::from(mv as u32) / 1000.0
+                                i64::from(mv as u32)
                             }
                         };
-                        let _ = write!(out, "{volts:.3}");
+                        write_decimal(out, millivolts, 3);
                     }
                 },
                 MainColumn::Amperage => match layout.flavour {
                     Flavour::Betaflight => {
-                        let _ = write!(out, "{:.2}", v as f64 / 100.0);
+                        write_decimal(out, v, 2);
                     }
                     Flavour::Inav => {
-                        let amps = match layout.inav_battery {
-                            InavBattery::Centi => f64::from(v as u16) / 100.0,
-                            InavBattery::Adc => f64::from(layout.adc_milliamps(v as u16)) / 1000.0,
+                        let milliamps = match layout.inav_battery {
+                            InavBattery::Centi => i64::from(v as u16) * 10,
+                            InavBattery::Adc => i64::from(layout.adc_milliamps(v as u16)),
                         };
-                        let _ = write!(out, "{amps:.3}");
+                        write_decimal(out, milliamps, 3);
                     }
                 },
                 MainColumn::Signed | MainColumn::Unsigned => {
                     if column == MainColumn::Signed {
-                        let _ = write!(out, "{:3}", v as i32);
+                        write_padded(out, v as i32, 3);
                     } else {
-                        let _ = write!(out, "{:3}", v as u32);
+                        write_padded(out, v as u32, 3);
                     }
                     if inav && Some(i) == layout.rssi {
                         self.carry.rssi_percent = (100 * v / 1023) as u32;
@@ -1225,6 +1259,49 @@ impl ReferenceCsv {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn integer_decimals_are_what_float_formatting_writes() {
+        let text = |f: &dyn Fn(&mut Vec<u8>)| {
+            let mut out = Vec::new();
+            f(&mut out);
+            String::from_utf8(out).unwrap()
+        };
+        let edges = [
+            i64::from(i32::MIN),
+            i64::from(i32::MAX),
+            i64::from(u32::MAX),
+            -1,
+            0,
+            1,
+        ];
+        for v in (-200_000..200_000)
+            .chain(edges)
+            .chain((0..64).map(|k| 7919 * (1 << k) / 3))
+        {
+            let v = v.clamp(-(1 << 40), 1 << 40);
+            assert_eq!(
+                text(&|o| write_decimal(o, v, 1)),
+                format!("{:.1}", v as f64 / 10.0)
+            );
+            assert_eq!(
+                text(&|o| write_decimal(o, v, 2)),
+                format!("{:.2}", v as f64 / 100.0)
+            );
+            assert_eq!(
+                text(&|o| write_decimal(o, v, 3)),
+                format!("{:.3}", v as f64 / 1000.0)
+            );
+            assert_eq!(
+                text(&|o| write_padded(o, v as i32, 3)),
+                format!("{:3}", v as i32)
+            );
+            assert_eq!(
+                text(&|o| write_padded(o, v as u32, 3)),
+                format!("{:3}", v as u32)
+            );
+        }
+    }
 
     #[test]
     fn flags_and_enums_print_like_the_tools() {
