@@ -691,14 +691,39 @@ fn write_int(out: &mut Vec<u8>, value: impl itoa::Integer) {
 }
 
 /// Write an integer right-aligned in at least `width` columns, as `{:width$}` does.
-fn write_padded(out: &mut Vec<u8>, value: impl itoa::Integer, width: usize) {
-    let mut buffer = itoa::Buffer::new();
-    let digits = buffer.format(value).as_bytes();
-    out.extend(std::iter::repeat_n(
-        b' ',
-        width.saturating_sub(digits.len()),
-    ));
-    out.extend_from_slice(digits);
+#[inline]
+fn write_padded(out: &mut Vec<u8>, value: impl Into<i64>, width: usize) {
+    let value = value.into();
+    write_number(out, value < 0, value.unsigned_abs(), width);
+}
+
+/// Write a decimal integer (`negative` and `magnitude`) right-aligned in at least `width`
+/// columns. The common case, up to 24 bytes, appends one fixed-size block of spaces and writes
+/// the digits into it, so no copy or fill of a varying length is made.
+#[inline]
+fn write_number(out: &mut Vec<u8>, negative: bool, magnitude: u64, width: usize) {
+    const BLOCK: usize = 24;
+    let len = magnitude.checked_ilog10().map_or(1, |l| l as usize + 1) + usize::from(negative);
+    let total = width.max(len);
+    let base = out.len();
+    out.extend_from_slice(&[b' '; BLOCK]);
+    if total > BLOCK {
+        out.resize(base + total, b' ');
+    }
+    let mut at = base + total;
+    let mut rest = magnitude;
+    loop {
+        at -= 1;
+        out[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    if negative {
+        out[at - 1] = b'-';
+    }
+    out.truncate(base + total);
 }
 
 /// Write `value / 10^decimals` with exactly `decimals` decimals: what `{:.decimals$}` writes for
@@ -900,8 +925,8 @@ impl ReferenceCsv {
                 self.carry.nav_state = v;
             }
             match column {
-                MainColumn::Time => write_int(out, time.map_or(v, |t| t as i64)),
-                MainColumn::BaroAlt => write_int(out, v),
+                MainColumn::Time => write_padded(out, time.map_or(v, |t| t as i64), 0),
+                MainColumn::BaroAlt => write_padded(out, v, 0),
                 MainColumn::Vbat => match layout.flavour {
                     Flavour::Betaflight => {
                         write_decimal(out, v, 1);

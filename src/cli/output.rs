@@ -8,6 +8,10 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
+/// Bytes an output file gathers before each write to the system: output comes in rows of a few
+/// hundred bytes, and every write costs a system call.
+const WRITE_BUFFER: usize = 1 << 20;
+
 /// The exit code after an interruption (Ctrl-C, SIGTERM or SIGHUP), as shells report SIGINT.
 pub const EXIT_INTERRUPTED: i32 = 130;
 
@@ -69,7 +73,7 @@ impl AtomicFile {
         Ok(AtomicFile {
             path: path.to_owned(),
             temp,
-            writer: Some(BufWriter::new(file)),
+            writer: Some(BufWriter::with_capacity(WRITE_BUFFER, file)),
         })
     }
 
