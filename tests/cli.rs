@@ -5,9 +5,32 @@ mod common;
 use common::{TempDir, bbcheck};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+use std::process::Output;
 
 fn demo() -> PathBuf {
     common::own_corpus().join("generated/demo.bbl")
+}
+
+/// The names of the files in `dir`, sorted.
+fn file_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// `bbcheck salvage INPUT -o OUT --header-from DONOR`.
+fn salvage_with_header_from(input: &Path, out: &Path, donor: &Path) -> Output {
+    bbcheck(&[
+        "salvage",
+        input.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--header-from",
+        donor.to_str().unwrap(),
+    ])
 }
 
 /// The demo log with `count` bytes removed at `at`: the dominant real fault.
@@ -183,11 +206,7 @@ fn csv_export_writes_one_file_per_session() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
+    let names = file_names(&dir);
     // The generated demo has GPS in its first session and events in both, so the C decoder's
     // GPS CSV, GPX and event files appear for those sessions only.
     assert_eq!(
@@ -466,14 +485,7 @@ fn a_lost_header_is_borrowed_from_a_log_of_the_same_firmware() {
         Some(2)
     );
     let out = dir.join("rescued.bbl");
-    let result = bbcheck(&[
-        "salvage",
-        headless.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "--header-from",
-        demo().to_str().unwrap(),
-    ]);
+    let result = salvage_with_header_from(&headless, &out, &demo());
     assert_eq!(
         result.status.code(),
         Some(0),
@@ -495,14 +507,7 @@ fn a_lost_header_is_borrowed_from_a_log_of_the_same_firmware() {
     );
     std::fs::write(&other, header.replace(p_encoding, &all_varints)).unwrap();
     let refused_out = dir.join("refused.bbl");
-    let refused = bbcheck(&[
-        "salvage",
-        headless.to_str().unwrap(),
-        "-o",
-        refused_out.to_str().unwrap(),
-        "--header-from",
-        other.to_str().unwrap(),
-    ]);
+    let refused = salvage_with_header_from(&headless, &refused_out, &other);
     assert_eq!(refused.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("does not decode"));
     assert!(!refused_out.exists());
@@ -529,14 +534,7 @@ fn a_large_headless_input_is_salvaged_with_a_borrowed_header_as_if_it_had_its_ow
     let input = dir.join("headless.bbl");
     std::fs::write(&input, &headless).unwrap();
     let out = dir.join("rescued.bbl");
-    let borrowed = bbcheck(&[
-        "salvage",
-        input.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "--header-from",
-        donor.to_str().unwrap(),
-    ]);
+    let borrowed = salvage_with_header_from(&input, &out, &donor);
     assert_eq!(
         borrowed.status.code(),
         Some(1),
@@ -556,11 +554,7 @@ fn a_large_headless_input_is_salvaged_with_a_borrowed_header_as_if_it_had_its_ow
     assert_eq!(own.status.code(), Some(1));
     assert!(std::fs::read(&out).unwrap() == std::fs::read(&expected).unwrap());
     // Nothing but the inputs and outputs is left beside them.
-    let mut names: Vec<String> = std::fs::read_dir(&*dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
+    let names = file_names(&dir);
     assert_eq!(
         names,
         [
@@ -698,11 +692,7 @@ fn csv_files_of_standard_input_are_named_stdin() {
     let data = std::fs::read(demo()).unwrap();
     child.stdin.take().unwrap().write_all(&data).unwrap();
     assert_eq!(child.wait().unwrap().code(), Some(0));
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
+    let names = file_names(&dir);
     assert!(names.contains(&"stdin.01.csv".to_owned()), "{names:?}");
     assert!(names.contains(&"stdin.02.csv".to_owned()), "{names:?}");
     assert!(names.iter().all(|n| n.starts_with("stdin.")), "{names:?}");

@@ -685,30 +685,36 @@ fn write_enum(out: &mut Vec<u8>, value: u8, names: &[&str]) {
     }
 }
 
-/// Write an integer with `itoa`.
-fn write_int(out: &mut Vec<u8>, value: impl itoa::Integer) {
-    out.extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
+/// Write an integer.
+fn write_int(out: &mut Vec<u8>, value: impl Into<i128>) {
+    write_padded(out, value, 0);
 }
 
 /// Write an integer right-aligned in at least `width` columns, as `{:width$}` does.
 #[inline]
-fn write_padded(out: &mut Vec<u8>, value: impl Into<i64>, width: usize) {
+fn write_padded(out: &mut Vec<u8>, value: impl Into<i128>, width: usize) {
     let value = value.into();
-    write_number(out, value < 0, value.unsigned_abs(), width);
+    // Every value written is within 64 bits either way.
+    write_number(out, value < 0, value.unsigned_abs() as u64, width, b' ');
+}
+
+/// Write `value` with leading zeros to `width` digits.
+fn write_padded_zeros(out: &mut Vec<u8>, value: u64, width: usize) {
+    write_number(out, false, value, width, b'0');
 }
 
 /// Write a decimal integer (`negative` and `magnitude`) right-aligned in at least `width`
-/// columns. The common case, up to 24 bytes, appends one fixed-size block of spaces and writes
-/// the digits into it, so no copy or fill of a varying length is made.
+/// columns, the rest filled with `fill`. The common case, up to 24 bytes, appends one fixed-size
+/// block of `fill` and writes the digits into it, so no copy or fill of a varying length is made.
 #[inline]
-fn write_number(out: &mut Vec<u8>, negative: bool, magnitude: u64, width: usize) {
+fn write_number(out: &mut Vec<u8>, negative: bool, magnitude: u64, width: usize, fill: u8) {
     const BLOCK: usize = 24;
     let len = magnitude.checked_ilog10().map_or(1, |l| l as usize + 1) + usize::from(negative);
     let total = width.max(len);
     let base = out.len();
-    out.extend_from_slice(&[b' '; BLOCK]);
+    out.extend_from_slice(&[fill; BLOCK]);
     if total > BLOCK {
-        out.resize(base + total, b' ');
+        out.resize(base + total, fill);
     }
     let mut at = base + total;
     let mut rest = magnitude;
@@ -738,17 +744,6 @@ fn write_decimal(out: &mut Vec<u8>, value: i64, decimals: u32) {
     write_int(out, magnitude / scale);
     out.push(b'.');
     write_padded_zeros(out, magnitude % scale, decimals as usize);
-}
-
-/// Write `value` with leading zeros to `width` digits.
-fn write_padded_zeros(out: &mut Vec<u8>, value: u64, width: usize) {
-    let mut buffer = itoa::Buffer::new();
-    let digits = buffer.format(value).as_bytes();
-    out.extend(std::iter::repeat_n(
-        b'0',
-        width.saturating_sub(digits.len()),
-    ));
-    out.extend_from_slice(digits);
 }
 
 /// Write a fixed-point value `value / scale` as `int.frac` the way the tools do for GPS speed and

@@ -520,6 +520,9 @@ pub fn salvage_into(
 /// A stretch of the input carried into a file whose headers were borrowed.
 #[derive(Debug, Clone, Copy)]
 struct Segment {
+    /// Whether the donor's header goes in front of it.
+    borrowed: bool,
+    /// Where it lands in the written bytes.
     start: usize,
     input_start: usize,
     len: usize,
@@ -530,8 +533,7 @@ struct Segment {
 pub struct Borrowed {
     /// The donor's first header that defines I frames.
     header: Vec<u8>,
-    /// Stretches of the input, in order, each behind the donor's header when its flag is set.
-    pieces: Vec<(bool, usize, usize)>,
+    /// Stretches of the input, in order.
     segments: Vec<Segment>,
     /// Sessions (1-based, in the written bytes) whose header came from the donor.
     pub replaced: Vec<usize>,
@@ -566,10 +568,11 @@ impl Borrowed {
         out: &mut impl io::Write,
         mut written: impl FnMut(usize),
     ) -> io::Result<()> {
-        for &(borrow, start, end) in &self.pieces {
-            if borrow {
+        for s in &self.segments {
+            if s.borrowed {
                 out.write_all(&self.header)?;
             }
+            let (start, end) = (s.input_start, s.input_start + s.len);
             for chunk_start in (start..end).step_by(WRITE_CHUNK) {
                 let chunk_end = end.min(chunk_start + WRITE_CHUNK);
                 out.write_all(&input[chunk_start..chunk_end])?;
@@ -658,6 +661,7 @@ pub fn borrow_header(
             replaced.push(index + 1);
         }
         segments.push(Segment {
+            borrowed: borrow,
             start: written,
             input_start: start,
             len: end - start,
@@ -666,7 +670,6 @@ pub fn borrow_header(
     }
     Ok(Borrowed {
         header: header.to_vec(),
-        pieces,
         segments,
         replaced,
     })

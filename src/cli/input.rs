@@ -245,6 +245,16 @@ impl<S: Sink> Sink for Progress<'_, S> {
     }
 }
 
+impl<S: dataflash::Sink> dataflash::Sink for Progress<'_, S> {
+    fn message(&mut self, message: &dataflash::Message<'_>) {
+        self.reach(message.offset);
+        self.inner.message(message);
+    }
+    fn session(&mut self, offset: u64) {
+        self.inner.session(offset);
+    }
+}
+
 thread_local! {
     /// The mapped file [`bounded`] runs work on, on the thread that runs it (null otherwise).
     static WORKING_MAP: Cell<*const Mmap> = const { Cell::new(std::ptr::null()) };
@@ -273,16 +283,6 @@ pub fn release_searched(offset: usize) {
             release_outside(map, &mut [offset as u64]);
         }
     });
-}
-
-impl<S: dataflash::Sink> dataflash::Sink for Progress<'_, S> {
-    fn message(&mut self, message: &dataflash::Message<'_>) {
-        self.reach(message.offset);
-        self.inner.message(message);
-    }
-    fn session(&mut self, offset: u64) {
-        self.inner.session(offset);
-    }
 }
 
 #[cfg(test)]
