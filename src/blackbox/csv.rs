@@ -703,47 +703,130 @@ fn write_padded_zeros(out: &mut Vec<u8>, value: u64, width: usize) {
     write_number(out, false, value, width, b'0');
 }
 
-/// Write a decimal integer (`negative` and `magnitude`) right-aligned in at least `width`
-/// columns, the rest filled with `fill`. The common case, up to 24 bytes, appends one fixed-size
-/// block of `fill` and writes the digits into it, so no copy or fill of a varying length is made.
-#[inline]
-fn write_number(out: &mut Vec<u8>, negative: bool, magnitude: u64, width: usize, fill: u8) {
-    const BLOCK: usize = 24;
-    let len = magnitude.checked_ilog10().map_or(1, |l| l as usize + 1) + usize::from(negative);
-    let total = width.max(len);
-    let base = out.len();
-    out.extend_from_slice(&[fill; BLOCK]);
-    if total > BLOCK {
-        out.resize(base + total, fill);
+/// Bytes [`put_number`] may write from its position: the 8-byte block of the short form, or a
+/// sign and 20 digits.
+const NUMBER_ROOM: usize = 24;
+
+/// `"00"` to `"99"`.
+const DIGIT_PAIRS: [[u8; 2]; 100] = {
+    let mut pairs = [[0; 2]; 100];
+    let mut i = 0;
+    while i < 100 {
+        pairs[i] = [b'0' + (i / 10) as u8, b'0' + (i % 10) as u8];
+        i += 1;
     }
-    let mut at = base + total;
+    pairs
+};
+
+/// Write a decimal integer (`negative` and `magnitude`) right-aligned in at least `width`
+/// columns, the rest filled with `fill`, into `buf` at `at`; returns the end of what was written.
+/// `buf` must hold `NUMBER_ROOM.max(width)` bytes from `at`.
+///
+/// Numbers under a million in at most 8 columns (nearly every value a log holds) are built in
+/// one 64-bit word, without a branch on the digits, and stored as one 8-byte block.
+#[inline(always)]
+fn put_number(
+    buf: &mut [u8],
+    at: usize,
+    negative: bool,
+    magnitude: u64,
+    width: usize,
+    fill: u8,
+) -> usize {
+    if magnitude < 1_000_000 && width <= 8 {
+        // The number right-aligned in eight characters, character i in byte i of the word: six
+        // digits with leading zeros in bytes 2..8...
+        let m = magnitude as u32;
+        let pair = |p: u32| u64::from(u16::from_le_bytes(DIGIT_PAIRS[p as usize]));
+        let low = pair(m / 100 % 100) << 32 | pair(m % 100) << 48;
+        let text = if m < 10_000 {
+            low | 0x3030 << 16
+        } else {
+            low | pair(m / 10_000) << 16
+        };
+        // ...where the first digit that is not a leading zero (the last digit at least) starts
+        // the number...
+        let first = ((text ^ 0x3030_3030_3030_0000) | 1 << 56).trailing_zeros() as usize / 8;
+        let kept = u64::MAX << (8 * first);
+        let text = (text & kept) | (u64::from_le_bytes([fill; 8]) & !kept);
+        // ...the sign goes just before it...
+        let sign = (0xFF << (8 * first) >> 8) & u64::from(negative).wrapping_neg();
+        let text = (text & !sign) | (u64::from_le_bytes([b'-'; 8]) & sign);
+        // ...and the last `total` characters are the field.
+        let total = width.max(8 - first + usize::from(negative));
+        let text = text >> (8 * (8 - total));
+        buf[at..at + 8].copy_from_slice(&text.to_le_bytes());
+        return at + total;
+    }
+    let digits = magnitude.checked_ilog10().map_or(1, |l| l as usize + 1);
+    let total = width.max(digits + usize::from(negative));
+    if total <= NUMBER_ROOM {
+        buf[at..at + NUMBER_ROOM].copy_from_slice(&[fill; NUMBER_ROOM]);
+    } else {
+        buf[at..at + total].fill(fill);
+    }
+    let mut end = at + total;
     let mut rest = magnitude;
-    loop {
-        at -= 1;
-        out[at] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
+    while rest >= 100 {
+        end -= 2;
+        buf[end..end + 2].copy_from_slice(&DIGIT_PAIRS[(rest % 100) as usize]);
+        rest /= 100;
+    }
+    if rest >= 10 {
+        end -= 2;
+        buf[end..end + 2].copy_from_slice(&DIGIT_PAIRS[rest as usize]);
+    } else {
+        end -= 1;
+        buf[end] = b'0' + rest as u8;
     }
     if negative {
-        out[at - 1] = b'-';
+        buf[end - 1] = b'-';
     }
-    out.truncate(base + total);
+    at + total
 }
 
-/// Write `value / 10^decimals` with exactly `decimals` decimals: what `{:.decimals$}` writes for
-/// the `f64` nearest that quotient (exact for any 32-bit value, as the quotient's decimals are
-/// all there are).
-fn write_decimal(out: &mut Vec<u8>, value: i64, decimals: u32) {
+/// Grow `out` by `room` bytes, let `put` write from where it ended, and keep what `put` wrote.
+#[inline]
+fn append(out: &mut Vec<u8>, room: usize, put: impl FnOnce(&mut [u8], usize) -> usize) {
+    let base = out.len();
+    out.resize(base + room, 0);
+    let end = put(out, base);
+    out.truncate(end);
+}
+
+/// [`put_number`] at the end of `out`.
+#[inline]
+fn write_number(out: &mut Vec<u8>, negative: bool, magnitude: u64, width: usize, fill: u8) {
+    append(out, NUMBER_ROOM.max(width), |buf, at| {
+        put_number(buf, at, negative, magnitude, width, fill)
+    });
+}
+
+/// Bytes [`put_decimal`] may write from its position.
+const DECIMAL_ROOM: usize = 2 * NUMBER_ROOM + 2;
+
+/// Write `value / 10^decimals` with exactly `decimals` (at most 8) decimals into `buf` at `at`,
+/// as `{:.decimals$}` writes the `f64` nearest that quotient (exact for any 32-bit value, as the
+/// quotient's decimals are all there are); returns the end. `buf` must hold [`DECIMAL_ROOM`]
+/// bytes from `at`.
+#[inline(always)]
+fn put_decimal(buf: &mut [u8], mut at: usize, value: i64, decimals: u32) -> usize {
     let scale = 10u64.pow(decimals);
     if value < 0 {
-        out.push(b'-');
+        buf[at] = b'-';
+        at += 1;
     }
     let magnitude = value.unsigned_abs();
-    write_int(out, magnitude / scale);
-    out.push(b'.');
-    write_padded_zeros(out, magnitude % scale, decimals as usize);
+    let at = put_number(buf, at, false, magnitude / scale, 0, b' ');
+    buf[at] = b'.';
+    put_number(
+        buf,
+        at + 1,
+        false,
+        magnitude % scale,
+        decimals as usize,
+        b'0',
+    )
 }
 
 /// Write a fixed-point value `value / scale` as `int.frac` the way the tools do for GPS speed and
@@ -817,6 +900,11 @@ pub struct ReferenceCsv {
     /// The 2³² multiples the 32-bit clock has wrapped by, added to event times.
     rollover: i64,
     slow: Vec<i64>,
+    /// The slow fields' part of a main row, and whether `slow` changed since it was written.
+    slow_text: Vec<u8>,
+    slow_text_stale: bool,
+    /// Room for one row's main columns, reused.
+    cells: Vec<u8>,
 }
 
 impl ReferenceCsv {
@@ -831,6 +919,9 @@ impl ReferenceCsv {
     pub fn start_session(&mut self, header: &Header, data: &[u8]) -> bool {
         let layout = Layout::new(header, &mut self.carry);
         self.slow = vec![0; layout.slow_names.len()];
+        self.slow_text_stale = true;
+        // The main columns and energyCumulative.
+        self.cells = vec![0; (layout.main.len() + 1) * (2 + DECIMAL_ROOM)];
         self.last_frame_time = -1;
         self.rollover = 0;
         let has_main = !layout.main_names.is_empty();
@@ -883,6 +974,7 @@ impl ReferenceCsv {
     pub fn slow_frame(&mut self, frame: &Frame<'_>) {
         let n = self.slow.len().min(frame.values.len());
         self.slow[..n].copy_from_slice(&frame.values[..n]);
+        self.slow_text_stale = true;
     }
 
     /// Note the clock wrap a frame's 64-bit time shows.
@@ -912,20 +1004,39 @@ impl ReferenceCsv {
             return;
         };
         let inav = layout.flavour == Flavour::Inav;
-        for (i, (&column, &v)) in layout.main.iter().zip(frame.values).enumerate() {
-            if i > 0 {
-                out.extend_from_slice(b", ");
-            }
-            if inav && Some(i) == layout.nav_state {
+        if inav {
+            let value = |i: Option<usize>| i.and_then(|i| frame.values.get(i).copied());
+            if let Some(v) = value(layout.nav_state) {
                 self.carry.nav_state = v;
             }
-            match column {
-                MainColumn::Time => write_padded(out, time.map_or(v, |t| t as i64), 0),
-                MainColumn::BaroAlt => write_padded(out, v, 0),
+            if let Some(v) = value(layout.rssi) {
+                self.carry.rssi_percent = (100 * v / 1023) as u32;
+            }
+            if let Some(v) = value(layout.motor0) {
+                self.carry.throttle_percent = (v / 10 - 100) as u32;
+            }
+        }
+        // Each column is written with the separator before it into `cells`, which has room for
+        // the widest value of every column and energyCumulative; the first separator is left out
+        // of the row.
+        let cells = self.cells.as_mut_slice();
+        let mut at = 0;
+        for (&column, &v) in layout.main.iter().zip(frame.values) {
+            cells[at..at + 2].copy_from_slice(b", ");
+            at += 2;
+            at = match column {
+                MainColumn::Signed => {
+                    let v = v as i32;
+                    put_number(cells, at, v < 0, u64::from(v.unsigned_abs()), 3, b' ')
+                }
+                MainColumn::Unsigned => put_number(cells, at, false, u64::from(v as u32), 3, b' '),
+                MainColumn::Time => {
+                    let v = time.map_or(v, |t| t as i64);
+                    put_number(cells, at, v < 0, v.unsigned_abs(), 0, b' ')
+                }
+                MainColumn::BaroAlt => put_number(cells, at, v < 0, v.unsigned_abs(), 0, b' '),
                 MainColumn::Vbat => match layout.flavour {
-                    Flavour::Betaflight => {
-                        write_decimal(out, v, 1);
-                    }
+                    Flavour::Betaflight => put_decimal(cells, at, v, 1),
                     Flavour::Inav => {
                         let millivolts = match layout.inav_battery {
                             InavBattery::Centi => i64::from(v as u16) * 10,
@@ -934,76 +1045,46 @@ impl ReferenceCsv {
                                 i64::from(mv as u32)
                             }
                         };
-                        write_decimal(out, millivolts, 3);
+                        put_decimal(cells, at, millivolts, 3)
                     }
                 },
                 MainColumn::Amperage => match layout.flavour {
-                    Flavour::Betaflight => {
-                        write_decimal(out, v, 2);
-                    }
+                    Flavour::Betaflight => put_decimal(cells, at, v, 2),
                     Flavour::Inav => {
                         let milliamps = match layout.inav_battery {
                             InavBattery::Centi => i64::from(v as u16) * 10,
                             InavBattery::Adc => i64::from(layout.adc_milliamps(v as u16)),
                         };
-                        write_decimal(out, milliamps, 3);
+                        put_decimal(cells, at, milliamps, 3)
                     }
                 },
-                MainColumn::Signed | MainColumn::Unsigned => {
-                    if column == MainColumn::Signed {
-                        write_padded(out, v as i32, 3);
-                    } else {
-                        write_padded(out, v as u32, 3);
-                    }
-                    if inav && Some(i) == layout.rssi {
-                        self.carry.rssi_percent = (100 * v / 1023) as u32;
-                    }
-                    if inav && Some(i) == layout.motor0 {
-                        self.carry.throttle_percent = (v / 10 - 100) as u32;
-                    }
-                }
-            }
+            };
         }
         if layout.amperage.is_some() {
-            out.extend_from_slice(b", ");
-            write_int(out, self.carry.meter.rounded());
+            cells[at..at + 2].copy_from_slice(b", ");
+            let energy = self.carry.meter.rounded();
+            at = put_number(
+                cells,
+                at + 2,
+                energy < 0,
+                u64::from(energy.unsigned_abs()),
+                0,
+                b' ',
+            );
         }
+        out.extend_from_slice(cells.get(2..at).unwrap_or_default());
         if !layout.slow_names.is_empty() {
-            for (i, &v) in self.slow.iter().enumerate() {
-                out.extend_from_slice(b", ");
-                let flag = self.carry.slow_flags.iter().position(|&f| f == i);
-                if inav && flag == Some(0) {
+            if self.slow_text_stale {
+                self.write_slow_text();
+            }
+            out.extend_from_slice(&self.slow_text);
+            if inav {
+                let flag = |slot: usize| self.slow.get(self.carry.slow_flags[slot]).copied();
+                if let Some(v) = flag(0) {
                     self.carry.flight_mode_flags = v;
                 }
-                if inav && self.carry.slow_flags[2] == i {
+                if let Some(v) = flag(2) {
                     self.carry.failsafe_flags = v;
-                }
-                match (layout.flavour, flag) {
-                    (Flavour::Betaflight, Some(0)) => {
-                        write_flags(out, u64::from(v as u32), &BF_FLIGHT_MODES)
-                    }
-                    (Flavour::Betaflight, Some(1)) => {
-                        write_flags(out, u64::from(v as u32), &BF_STATES)
-                    }
-                    (Flavour::Betaflight, Some(_)) => write_enum(out, v as u8, &BF_FAILSAFE_PHASES),
-                    (Flavour::Inav, Some(0)) => match layout.inav_modes {
-                        InavModes::Current => write_flags(out, v as u64, &INAV_FLIGHT_MODES),
-                        InavModes::Legacy => write_flags(out, v as u64, &INAV_LEGACY_FLIGHT_MODES),
-                        InavModes::None => {}
-                    },
-                    (Flavour::Inav, Some(1)) => {
-                        let names: &[&str] = if layout.inav_states {
-                            &INAV_STATES
-                        } else {
-                            &BF_STATES
-                        };
-                        write_flags(out, v as u64, names)
-                    }
-                    (Flavour::Inav, Some(_)) => write_enum(out, v as u8, &INAV_FAILSAFE_PHASES),
-                    (Flavour::Inav, None) if layout.slow_signed.get(i) == Some(&true) => {
-                        write_int(out, v)
-                    }
-                    (_, None) => write_int(out, v as u64),
                 }
             }
         }
@@ -1016,6 +1097,46 @@ impl ReferenceCsv {
             write_int(out, self.carry.throttle_percent);
         }
         out.push(b'\n');
+    }
+
+    /// Format the slow fields in force, each after a separator, into `slow_text`: main rows
+    /// repeat them until the next S frame.
+    fn write_slow_text(&mut self) {
+        self.slow_text_stale = false;
+        let out = &mut self.slow_text;
+        out.clear();
+        let Some(layout) = self.layout.as_ref() else {
+            return;
+        };
+        for (i, &v) in self.slow.iter().enumerate() {
+            out.extend_from_slice(b", ");
+            let flag = self.carry.slow_flags.iter().position(|&f| f == i);
+            match (layout.flavour, flag) {
+                (Flavour::Betaflight, Some(0)) => {
+                    write_flags(out, u64::from(v as u32), &BF_FLIGHT_MODES)
+                }
+                (Flavour::Betaflight, Some(1)) => write_flags(out, u64::from(v as u32), &BF_STATES),
+                (Flavour::Betaflight, Some(_)) => write_enum(out, v as u8, &BF_FAILSAFE_PHASES),
+                (Flavour::Inav, Some(0)) => match layout.inav_modes {
+                    InavModes::Current => write_flags(out, v as u64, &INAV_FLIGHT_MODES),
+                    InavModes::Legacy => write_flags(out, v as u64, &INAV_LEGACY_FLIGHT_MODES),
+                    InavModes::None => {}
+                },
+                (Flavour::Inav, Some(1)) => {
+                    let names: &[&str] = if layout.inav_states {
+                        &INAV_STATES
+                    } else {
+                        &BF_STATES
+                    };
+                    write_flags(out, v as u64, names)
+                }
+                (Flavour::Inav, Some(_)) => write_enum(out, v as u8, &INAV_FAILSAFE_PHASES),
+                (Flavour::Inav, None) if layout.slow_signed.get(i) == Some(&true) => {
+                    write_int(out, v)
+                }
+                (_, None) => write_int(out, v as u64),
+            }
+        }
     }
 
     /// INAV's one-word summary of the flight mode.
@@ -1287,6 +1408,11 @@ mod tests {
             f(&mut out);
             String::from_utf8(out).unwrap()
         };
+        let write_decimal = |out: &mut Vec<u8>, value: i64, decimals: u32| {
+            append(out, DECIMAL_ROOM, |buf, at| {
+                put_decimal(buf, at, value, decimals)
+            })
+        };
         let edges = [
             i64::from(i32::MIN),
             i64::from(i32::MAX),
@@ -1320,6 +1446,37 @@ mod tests {
                 text(&|o| write_padded(o, v as u32, 3)),
                 format!("{:3}", v as u32)
             );
+        }
+    }
+
+    #[test]
+    fn numbers_are_what_integer_formatting_writes() {
+        let mut magnitudes = vec![0, u64::MAX, u64::MAX - 1, i64::MAX as u64 + 1];
+        for power in 0..20 {
+            let p = 10u64.pow(power);
+            magnitudes.extend([p - 1, p, p + 1, 3 * p + 7 % p]);
+        }
+        magnitudes.extend((0..20_000).map(|i| i * 97 % 1_200_000));
+        for &m in &magnitudes {
+            for negative in [false, true] {
+                let sign = if negative { "-" } else { "" };
+                for width in [0, 1, 2, 3, 7, 8, 9, 23, 30] {
+                    for (fill, padded) in [
+                        (b' ', format!("{:>width$}", format!("{sign}{m}"))),
+                        (b'0', format!("{:0>width$}", format!("{sign}{m}"))),
+                    ] {
+                        // What comes before and after is left as it is.
+                        let mut out = b"x".to_vec();
+                        write_number(&mut out, negative, m, width, fill);
+                        out.push(b'y');
+                        assert_eq!(
+                            String::from_utf8(out).unwrap(),
+                            format!("x{padded}y"),
+                            "{m} {negative} {width}"
+                        );
+                    }
+                }
+            }
         }
     }
 
