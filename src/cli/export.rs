@@ -1,7 +1,7 @@
 //! `bbcheck export`: the accepted frames as JSON Lines on standard output, or as one CSV file per
 //! session in the layout of the reference C decoder.
 
-use super::output::{AtomicFile, ClosedFile};
+use super::output::{AtomicFile, ClosedFile, WRITE_BUFFER};
 use super::{Detected, EXIT_CLEAN, EXIT_DAMAGED, Error, LogFormat, detect, input};
 use crate::blackbox::csv::{self, ReferenceCsv};
 use crate::blackbox::decoder::{EventFrame, Frame, Sink};
@@ -351,6 +351,8 @@ struct CsvSink {
     reference: ReferenceCsv,
     /// One formatted line, reused.
     line: Vec<u8>,
+    /// Main rows not yet written: they go to the file in blocks of [`WRITE_BUFFER`] bytes.
+    rows: Vec<u8>,
     session: Option<SessionFiles>,
     /// Complete files, moved into place once the whole log is written.
     done: Vec<ClosedFile>,
@@ -364,6 +366,7 @@ impl CsvSink {
             stem,
             reference: ReferenceCsv::new(),
             line: Vec::with_capacity(4096),
+            rows: Vec::with_capacity(2 * WRITE_BUFFER),
             session: None,
             done: Vec::new(),
             error: None,
@@ -378,8 +381,21 @@ impl CsvSink {
         Ok(file)
     }
 
+    /// Write the main rows gathered so far.
+    fn write_rows(&mut self) {
+        let Some(files) = self.session.as_mut() else {
+            return;
+        };
+        if let Err(e) = files.csv.write_all(&self.rows) {
+            let e = Error::io(files.csv.path(), e);
+            self.fail(e);
+        }
+        self.rows.clear();
+    }
+
     /// Close the files of the session being written.
     fn finish_session(&mut self) {
+        self.write_rows();
         let Some(files) = self.session.take() else {
             return;
         };
@@ -469,12 +485,9 @@ impl Sink for CsvSink {
         match frame.kind {
             FrameKind::S => self.reference.slow_frame(frame),
             FrameKind::I | FrameKind::P => {
-                self.line.clear();
-                self.reference.write_main_row(&mut self.line, frame);
-                let files = self.session.as_mut().expect("a session");
-                if let Err(e) = files.csv.write_all(&self.line) {
-                    let e = Error::io(files.csv.path(), e);
-                    self.fail(e);
+                self.reference.write_main_row(&mut self.rows, frame);
+                if self.rows.len() >= WRITE_BUFFER {
+                    self.write_rows();
                 }
             }
             FrameKind::G => {

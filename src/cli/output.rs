@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
 /// Bytes an output file gathers before each write to the system: output comes in rows of a few
-/// hundred bytes, and every write costs a system call.
-const WRITE_BUFFER: usize = 1 << 20;
+/// hundred bytes, and every write costs a system call. A write of at least this many bytes goes
+/// to the system without being copied.
+pub const WRITE_BUFFER: usize = 1 << 20;
 
 /// The exit code after an interruption (Ctrl-C, SIGTERM or SIGHUP), as shells report SIGINT.
 pub const EXIT_INTERRUPTED: i32 = 130;
