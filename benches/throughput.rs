@@ -56,6 +56,53 @@ fn yardstick(data: &[u8]) -> u64 {
     frames ^ sum
 }
 
+/// The main CSV rows `export --csv` writes for `data`, formatted into a buffer emptied at every
+/// mebibyte instead of written to files; returns the bytes formatted.
+fn csv_main_rows(data: &[u8]) -> u64 {
+    use bbcheck::blackbox::csv::ReferenceCsv;
+    use bbcheck::blackbox::decoder::{Frame, Sink};
+    use bbcheck::blackbox::frame::FrameKind;
+    struct Rows {
+        csv: ReferenceCsv,
+        rows: Vec<u8>,
+        bytes: u64,
+    }
+    impl Sink for Rows {
+        fn frame(&mut self, frame: &Frame<'_>) {
+            match frame.kind {
+                FrameKind::S => self.csv.slow_frame(frame),
+                FrameKind::I | FrameKind::P => {
+                    self.csv.write_main_row(&mut self.rows, frame);
+                    if self.rows.len() >= 1 << 20 {
+                        self.bytes += self.rows.len() as u64;
+                        self.rows.clear();
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut rows = Rows {
+        csv: ReferenceCsv::new(),
+        rows: Vec::with_capacity(2 << 20),
+        bytes: 0,
+    };
+    bbcheck::blackbox::decode(
+        "bench",
+        data,
+        |session, rows: &mut Rows| {
+            let start = (session.header.data_start as usize)
+                .clamp(session.bounds.start, session.bounds.end);
+            let body = &data[start..session.bounds.end];
+            if rows.csv.start_session(&session.header, body) {
+                rows.csv.write_header(&mut rows.rows);
+            }
+        },
+        &mut rows,
+    );
+    rows.bytes + rows.rows.len() as u64
+}
+
 fn blackbox_log_main_frames(data: &[u8]) -> u64 {
     let file = blackbox_log::File::new(data);
     let mut frames = 0;
@@ -85,6 +132,9 @@ fn bench(c: &mut Criterion) {
             bbcheck::cli::export::write_jsonl("bench", &data, std::io::sink(), &reached)
                 .expect("export")
         })
+    });
+    group.bench_function("bbcheck export --csv, main rows to memory", |b| {
+        b.iter(|| black_box(csv_main_rows(&data)))
     });
     group.bench_function("blackbox-log 0.4", |b| {
         b.iter(|| black_box(blackbox_log_main_frames(&data)))
