@@ -718,12 +718,50 @@ const DIGIT_PAIRS: [[u8; 2]; 100] = {
     pairs
 };
 
+/// `{:3}` of −999 to 999 (index `value + 999`): the text in the low bytes of the word (little
+/// endian) and its length (3 or 4) in the top byte. Most values a log holds are in this range.
+static THREE_COLUMNS: [u64; 1999] = {
+    let mut table = [0; 1999];
+    let mut i = 0;
+    while i < 1999 {
+        let value = i as i64 - 999;
+        let magnitude = value.unsigned_abs();
+        let mut text = [b' '; 4];
+        let mut end = 4;
+        let mut rest = magnitude;
+        loop {
+            end -= 1;
+            text[end] = b'0' + (rest % 10) as u8;
+            rest /= 10;
+            if rest == 0 {
+                break;
+            }
+        }
+        if value < 0 {
+            end -= 1;
+            text[end] = b'-';
+        }
+        // Right-aligned in 3 columns, or 4 for "-123".
+        let len = if end == 0 { 4 } else { 3 };
+        let mut word = (len as u64) << 56;
+        let mut k = 0;
+        while k < len {
+            word |= (text[4 - len + k] as u64) << (8 * k);
+            k += 1;
+        }
+        table[i] = word;
+        i += 1;
+    }
+    table
+};
+
 /// Write a decimal integer (`negative` and `magnitude`) right-aligned in at least `width`
 /// columns, the rest filled with `fill`, into `buf` at `at`; returns the end of what was written.
 /// `buf` must hold `NUMBER_ROOM.max(width)` bytes from `at`.
 ///
-/// Numbers under a million in at most 8 columns (nearly every value a log holds) are built in
-/// one 64-bit word, without a branch on the digits, and stored as one 8-byte block.
+/// `{:3}` of −999 to 999 (most values of a main row) comes from [`THREE_COLUMNS`]; other numbers
+/// under a million in at most 8 columns are built in one 64-bit word, without a branch on the
+/// digits. Either is stored as one 8-byte block.
 #[inline(always)]
 fn put_number(
     buf: &mut [u8],
@@ -733,6 +771,17 @@ fn put_number(
     width: usize,
     fill: u8,
 ) -> usize {
+    // (−0 is not in the table.)
+    if width == 3 && fill == b' ' && magnitude < 1000 && (magnitude != 0 || !negative) {
+        let value = if negative {
+            999 - magnitude as usize
+        } else {
+            999 + magnitude as usize
+        };
+        let word = THREE_COLUMNS[value];
+        buf[at..at + 8].copy_from_slice(&word.to_le_bytes());
+        return at + (word >> 56) as usize;
+    }
     if magnitude < 1_000_000 && width <= 8 {
         // The number right-aligned in eight characters, character i in byte i of the word: six
         // digits with leading zeros in bytes 2..8...
