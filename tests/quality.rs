@@ -6,7 +6,9 @@
 //! - recall: accepted main frames equal to a ceiling frame, over the ceiling;
 //! - wrong: accepted main frames with the iteration and time of a clean frame but other values;
 //! - bogus: accepted main frames whose iteration and time no clean frame has;
-//! - localisation: damage points inside a reported corrupt span or within one frame (256 bytes);
+//! - localisation: damage points inside a reported corrupt span or within one frame (256 bytes),
+//!   or, for a cut at the end of the file, where a session the report marks as stopping without
+//!   its log-end event stops;
 //! - held: clean frames a salvaged log holds, over all clean frames (salvage writes exactly the
 //!   trusted frames, `tests/salvage.rs`).
 //!
@@ -172,7 +174,12 @@ fn measure() -> Option<Vec<(Model, Tally)>> {
                     let near = report.corrupt_spans.iter().any(|s| {
                         s.start <= c.offset + c.length.max(1) + 256 && c.offset < s.end + 256
                     });
-                    t.localised += u64::from(near);
+                    // A cut between two frames leaves no damaged byte: the report says where the
+                    // session stops and that it stops without its log-end event.
+                    let cut_short = report.sessions.iter().any(|s| {
+                        !s.log_end && s.end == c.offset && c.offset == d.data.len() as u64
+                    });
+                    t.localised += u64::from(near || cut_short);
                 }
             }
         }
@@ -252,11 +259,17 @@ fn recovery_quality_per_damage_model() {
                     recall >= 99.5,
                     "{name}: recall {recall:.3} % of the ceiling"
                 );
-                assert!(local >= 96.0, "{name}: localisation {local:.2} %");
+                // A byte dropped or zeroed inside a frame can leave it in step, with nothing to
+                // show where; every other damage is found.
+                let least = if matches!(model, Model::DropBytes | Model::ZeroRuns) {
+                    96.0
+                } else {
+                    99.0
+                };
+                assert!(local >= least, "{name}: localisation {local:.2} %");
                 // Whole blocks or seconds lost: every frame after them is in step or refused.
                 if matches!(model, Model::LostBlocks | Model::LongDropout) {
                     assert_eq!(ours, 0, "{name}: wrong or bogus frames");
-                    assert!(local >= 99.0, "{name}: localisation {local:.2} %");
                 }
             }
         }
