@@ -78,6 +78,14 @@ struct Table<W> {
     out: W,
 }
 
+impl<W> Table<W> {
+    /// Whether messages of `format` go in this table.
+    fn holds(&self, format: &Format) -> bool {
+        let (name, characters, columns) = &self.key;
+        *name == format.name && *characters == format.format && *columns == format.columns
+    }
+}
+
 /// Writes every accepted message into its type's table; keeps the first error.
 struct CsvSink<'f, W, F> {
     /// The format table at the end of the file: the units of every type.
@@ -94,19 +102,19 @@ impl<W: Write, F: FnMut(&str) -> io::Result<W>> CsvSink<'_, W, F> {
     /// The table for `format`, created (with its heading row) on first use.
     fn table(&mut self, format: &Format) -> io::Result<usize> {
         let slot = usize::from(format.type_id);
-        let key = (
-            format.name.clone(),
-            format.format.clone(),
-            format.columns.clone(),
-        );
         if let Some(i) = self.current[slot]
-            && self.tables[i].key == key
+            && self.tables[i].holds(format)
         {
             return Ok(i);
         }
-        let index = match self.tables.iter().position(|t| t.key == key) {
+        let index = match self.tables.iter().position(|t| t.holds(format)) {
             Some(i) => i,
             None => {
+                let key = (
+                    format.name.clone(),
+                    format.format.clone(),
+                    format.columns.clone(),
+                );
                 let same_name = self.tables.iter().filter(|t| t.key.0 == key.0).count();
                 let name = if same_name == 0 {
                     key.0.clone()
