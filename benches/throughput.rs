@@ -1,10 +1,11 @@
 //! Throughput (criterion), side by side on the same bytes: a plain pass over the bytes (the
 //! physical yardstick: `memchr` counting frame bytes plus a byte checksum), bbcheck's `check` and
 //! `export --jsonl`, and the `blackbox-log` crate's decoder, on the largest real Betaflight log
-//! that crate supports, repeated to at least 100 MiB; `check` on one generated session of over
-//! 100 MiB, on one thread and split between two; then DataFlash `check` on the largest real
-//! DataFlash log, repeated likewise. Without the real corpus, the shipped demo log and DataFlash
-//! seed stand in.
+//! that crate supports, repeated to at least 100 MiB, and its main CSV rows formatted into memory;
+//! `check` on one generated session of over 100 MiB, on one thread and split between two; then
+//! DataFlash `check`, `export --jsonl` and `export --csv` (each table through a buffered writer
+//! to nowhere) on the largest real DataFlash log, repeated likewise. Without the real corpus, the
+//! shipped demo log and DataFlash seed stand in.
 
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
@@ -158,6 +159,25 @@ fn bench(c: &mut Criterion) {
     let mut group = with_yardstick(c, "dataflash", &dataflash, &data);
     group.bench_function("bbcheck check", |b| {
         b.iter(|| bbcheck::dataflash::check("bench", &data))
+    });
+    group.bench_function("bbcheck export --jsonl", |b| {
+        let reached = AtomicU64::new(0);
+        b.iter(|| {
+            bbcheck::dataflash::jsonl::write_jsonl("bench", &data, std::io::sink(), &reached)
+                .expect("export")
+        })
+    });
+    group.bench_function("bbcheck export --csv, tables to memory", |b| {
+        let reached = AtomicU64::new(0);
+        b.iter(|| {
+            bbcheck::dataflash::csv::write_csv(
+                "bench",
+                &data,
+                |_| Ok(std::io::BufWriter::new(std::io::sink())),
+                &reached,
+            )
+            .expect("export")
+        })
     });
     group.finish();
 }
