@@ -9,6 +9,7 @@ pub mod blackbox;
 pub mod cli;
 pub mod damage;
 pub mod dataflash;
+mod decimal;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod report;

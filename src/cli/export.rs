@@ -7,6 +7,7 @@ use crate::blackbox::csv::{self, ReferenceCsv};
 use crate::blackbox::decoder::{EventFrame, Frame, Sink};
 use crate::blackbox::frame::FrameKind;
 use crate::blackbox::{self, Session};
+use crate::decimal::{NUMBER_ROOM, put_number, write_number};
 use crate::report::FileReport;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -183,6 +184,7 @@ pub fn write_jsonl(
     let mut sink = input::Reached {
         inner: JsonlSink {
             out: BufWriter::with_capacity(1 << 16, out),
+            line: Vec::with_capacity(4096),
             session: 0,
             error: None,
         },
@@ -202,20 +204,22 @@ pub fn write_jsonl(
     }
 }
 
-/// Write `values`, with the time field replaced by its 64-bit monotonic value.
-fn write_values(out: &mut impl Write, frame: &Frame<'_>, separator: &[u8]) -> io::Result<()> {
-    let mut digits = itoa::Buffer::new();
+/// Append `frame`'s values separated by commas to `line`, the time field replaced by its 64-bit
+/// monotonic value.
+fn put_values(line: &mut Vec<u8>, frame: &Frame<'_>) {
+    let start = line.len();
+    line.resize(start + frame.values.len() * (NUMBER_ROOM + 1), 0);
+    let mut at = start;
     for (i, &v) in frame.values.iter().enumerate() {
-        if i > 0 {
-            out.write_all(separator)?;
-        }
-        let text = match frame.time {
-            Some((t, time)) if t == i => digits.format(time),
-            _ => digits.format(v),
+        at = match frame.time {
+            Some((t, time)) if t == i => put_number(line, at, false, time, 0, b' '),
+            _ => put_number(line, at, v < 0, v.unsigned_abs(), 0, b' '),
         };
-        out.write_all(text.as_bytes())?;
+        line[at] = b',';
+        at += 1;
     }
-    Ok(())
+    // Without the last comma.
+    line.truncate(at.saturating_sub(1).max(start));
 }
 
 /// The first record of a session in JSON Lines.
@@ -258,6 +262,8 @@ struct EventRecord {
 
 struct JsonlSink<W: Write> {
     out: W,
+    /// One frame's record, reused.
+    line: Vec<u8>,
     session: usize,
     error: Option<io::Error>,
 }
@@ -303,19 +309,22 @@ impl<W: Write> JsonlSink<W> {
 
 impl<W: Write> Sink for JsonlSink<W> {
     fn frame(&mut self, frame: &Frame<'_>) {
-        let session = self.session;
-        self.emit(|out| {
-            let mut digits = itoa::Buffer::new();
-            out.write_all(b"{\"type\":\"")?;
-            out.write_all(frame.kind.as_str().as_bytes())?;
-            out.write_all(b"\",\"session\":")?;
-            out.write_all(digits.format(session).as_bytes())?;
-            out.write_all(b",\"offset\":")?;
-            out.write_all(digits.format(frame.offset).as_bytes())?;
-            out.write_all(b",\"values\":[")?;
-            write_values(out, frame, b",")?;
-            out.write_all(b"]}\n")
-        });
+        let line = &mut self.line;
+        line.clear();
+        line.extend_from_slice(b"{\"type\":\"");
+        line.extend_from_slice(frame.kind.as_str().as_bytes());
+        line.extend_from_slice(b"\",\"session\":");
+        write_number(line, false, self.session as u64, 0, b' ');
+        line.extend_from_slice(b",\"offset\":");
+        write_number(line, false, frame.offset, 0, b' ');
+        line.extend_from_slice(b",\"values\":[");
+        put_values(line, frame);
+        line.extend_from_slice(b"]}\n");
+        if self.error.is_none()
+            && let Err(e) = self.out.write_all(&self.line)
+        {
+            self.error = Some(e);
+        }
     }
 
     fn event(&mut self, event: &EventFrame<'_>) {
