@@ -14,13 +14,24 @@ use super::report::{DataflashReport, Observer, build};
 use std::io::{self, Write};
 use std::sync::atomic::AtomicU64;
 
-/// The heading of each column of `format`, with its unit as the table's FMTU names it.
+/// One name per field of `format`: its FMT's column names, fields past them named `fieldN` by
+/// their 1-based position (a damaged FMT can name fewer columns than it has fields, or more).
+fn column_names(format: &Format) -> impl Iterator<Item = String> + '_ {
+    (0..format.fields.len()).map(|i| {
+        format
+            .columns
+            .get(i)
+            .cloned()
+            .unwrap_or_else(|| format!("field{}", i + 1))
+    })
+}
+
+/// The heading of each field of `format`: its column name, with its unit as the table's FMTU
+/// names it.
 pub fn headings(formats: &Formats, format: &Format) -> Vec<String> {
     let units = formats.column_units(format);
     let multipliers = formats.column_multipliers(format);
-    format
-        .columns
-        .iter()
+    column_names(format)
         .enumerate()
         .map(|(i, column)| {
             let unit = units.as_ref().and_then(|u| u.get(i)).map(String::as_str);
@@ -28,12 +39,12 @@ pub fn headings(formats: &Formats, format: &Format) -> Vec<String> {
                 .as_ref()
                 .and_then(|m| m.get(i).copied().flatten());
             match (unit, multiplier) {
-                (Some(""), _) => column.clone(),
+                (Some(""), _) => column,
                 (Some(unit), Some(m)) if m != 1.0 && m != 0.0 => format!("{column} [{m:e} {unit}]")
                     .replace("1e-2 ", "0.01 ")
                     .replace("1e-1 ", "0.1 "),
                 (Some(unit), _) => format!("{column} [{unit}]"),
-                (None, _) => column.clone(),
+                (None, _) => column,
             }
         })
         .collect()
@@ -126,7 +137,10 @@ impl<W: Write, F: FnMut(&str) -> io::Result<W>> CsvSink<'_, W, F> {
                     .formats
                     .iter()
                     .find(|f| f.name == format.name && f.format == format.format)
-                    .map_or_else(|| format.columns.clone(), |f| headings(self.formats, f));
+                    .map_or_else(
+                        || column_names(format).collect(),
+                        |f| headings(self.formats, f),
+                    );
                 for (i, heading) in units.iter().enumerate() {
                     if i > 0 {
                         out.write_all(b",")?;
@@ -276,6 +290,19 @@ mod tests {
         );
         let unit = &tables.iter().find(|(n, _)| n == "UNIT").unwrap().1;
         assert_eq!(unit, "TimeUS,Id,Label\n0,115,s\n0,100,deg\n");
+    }
+
+    #[test]
+    fn every_field_has_one_heading_whatever_the_fmt_names() {
+        // Three fields, two names; two fields, three names.
+        let mut log = fmt(0x40, 8, "ABC", "Bhh", "A,B");
+        log.extend(message(0x40, &[1, 2, 0, 0xFD, 0xFF]));
+        log.extend(fmt(0x41, 5, "DE", "BB", "D,E,Extra"));
+        log.extend(message(0x41, &[4, 5]));
+        let tables = export(&log);
+        let table = |name: &str| &tables.iter().find(|(n, _)| n == name).unwrap().1;
+        assert_eq!(table("ABC"), "A,B,field3\n1,2,-3\n");
+        assert_eq!(table("DE"), "D,E\n4,5\n");
     }
 
     #[test]
