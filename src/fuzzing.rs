@@ -22,12 +22,14 @@ use crate::blackbox::writer::SessionWriter;
 pub type Check = fn(&[u8]);
 
 /// Every fuzz target by name, with the check it makes on an input.
-pub const TARGETS: [(&str, Check); 10] = [
+pub const TARGETS: [(&str, Check); 12] = [
     ("blackbox_check", blackbox_check),
+    ("blackbox_export", blackbox_export),
     ("blackbox_parallel", blackbox_parallel),
     ("blackbox_roundtrip", blackbox_roundtrip_bytes),
     ("blackbox_salvage", blackbox_salvage),
     ("dataflash_check", dataflash_check),
+    ("dataflash_export", dataflash_export),
     ("dataflash_roundtrip", dataflash_roundtrip),
     ("dataflash_salvage", dataflash_salvage),
     ("codec_varint", codec_varint),
@@ -242,6 +244,164 @@ pub fn blackbox_check(data: &[u8]) {
     let report = blackbox::decode("fuzz", data, |_, _| {}, &mut Discard);
     if let Err(e) = report.check_accounting() {
         panic!("byte accounting broken: {e}");
+    }
+}
+
+/// Export any bytes as a Blackbox log: every JSON Lines record is one line of JSON, one per
+/// session and per accepted frame and event; every row of the main and GPS CSV tables has as many
+/// fields as the table's header line.
+pub fn blackbox_export(data: &[u8]) {
+    let reached = std::sync::atomic::AtomicU64::new(0);
+    let mut jsonl = Vec::new();
+    let report = crate::cli::export::write_jsonl("fuzz", data, &mut jsonl, &reached)
+        .expect("writing to memory");
+    let mut kinds = std::collections::BTreeMap::<String, u64>::new();
+    for line in lines(&jsonl) {
+        let record: serde_json::Value = serde_json::from_slice(line).unwrap_or_else(|e| {
+            panic!("not JSON ({e}): {}", String::from_utf8_lossy(line));
+        });
+        let kind = record["type"].as_str().expect("a record type");
+        *kinds.entry(kind.to_owned()).or_default() += 1;
+    }
+    let mut counted = std::collections::BTreeMap::<String, u64>::new();
+    for session in &report.sessions {
+        let f = &session.frames;
+        for (kind, n) in [
+            ("session", 1),
+            ("I", f.i),
+            ("P", f.p),
+            ("S", f.s),
+            ("G", f.g),
+            ("H", f.h),
+            ("E", f.e),
+        ] {
+            if n > 0 {
+                *counted.entry(kind.to_owned()).or_default() += n;
+            }
+        }
+    }
+    assert_eq!(kinds, counted, "JSON Lines records against the report");
+
+    let mut tables = CsvTables::default();
+    blackbox::decode(
+        "fuzz",
+        data,
+        |session, tables: &mut CsvTables| {
+            tables.settle();
+            let bounds = &session.bounds;
+            let start = (session.header.data_start as usize).clamp(bounds.start, bounds.end);
+            if tables
+                .csv
+                .start_session(&session.header, &data[start..bounds.end])
+            {
+                tables.csv.write_header(&mut tables.main);
+            }
+        },
+        &mut tables,
+    );
+    tables.settle();
+}
+
+/// The lines of `text`, each ending in a line feed, without it.
+fn lines(text: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let body = (!text.is_empty()).then(|| {
+        text.strip_suffix(b"\n")
+            .expect("the last line ends in a line feed")
+    });
+    body.into_iter().flat_map(|b| b.split(|&c| c == b'\n'))
+}
+
+/// Export any bytes as a DataFlash log: every JSON Lines record is one line of JSON, and every
+/// row of each CSV table has as many fields as its heading.
+pub fn dataflash_export(data: &[u8]) {
+    let reached = std::sync::atomic::AtomicU64::new(0);
+    let mut jsonl = Vec::new();
+    crate::dataflash::jsonl::write_jsonl("fuzz", data, &mut jsonl, &reached)
+        .expect("writing to memory");
+    for line in lines(&jsonl) {
+        if let Err(e) = serde_json::from_slice::<serde_json::Value>(line) {
+            panic!("not JSON ({e}): {}", String::from_utf8_lossy(line));
+        }
+    }
+    let (_, tables) = crate::dataflash::csv::write_csv("fuzz", data, |_| Ok(Vec::new()), &reached)
+        .expect("writing to memory");
+    for table in tables {
+        // Fields per record: commas and line feeds outside quotes end them.
+        let mut records = Vec::new();
+        let (mut quoted, mut fields) = (false, 1);
+        for &b in &table {
+            match b {
+                b'"' => quoted = !quoted,
+                b',' if !quoted => fields += 1,
+                b'\n' if !quoted => {
+                    records.push(fields);
+                    fields = 1;
+                }
+                _ => {}
+            }
+        }
+        assert!(!quoted && fields == 1, "a table ends inside a record");
+        assert!(
+            records.windows(2).all(|w| w[0] == w[1]),
+            "rows with other field counts than the heading: {records:?}"
+        );
+    }
+}
+
+/// The main and GPS CSV tables of one session, as `export --csv` writes them, and the session's
+/// GPX points and event lines.
+#[derive(Default)]
+struct CsvTables {
+    csv: crate::blackbox::csv::ReferenceCsv,
+    main: Vec<u8>,
+    gps: Vec<u8>,
+    other: Vec<u8>,
+}
+
+impl CsvTables {
+    /// Check the session's tables, and start the next one's.
+    fn settle(&mut self) {
+        for table in [&self.main, &self.gps] {
+            let mut rows = lines(table);
+            let Some(header) = rows.next() else {
+                continue;
+            };
+            let fields = |row: &[u8]| row.iter().filter(|&&b| b == b',').count();
+            for row in rows {
+                assert_eq!(
+                    fields(row),
+                    fields(header),
+                    "row {:?} under header {:?}",
+                    String::from_utf8_lossy(row),
+                    String::from_utf8_lossy(header)
+                );
+            }
+        }
+        self.main.clear();
+        self.gps.clear();
+    }
+}
+
+impl Sink for CsvTables {
+    fn frame(&mut self, frame: &Frame<'_>) {
+        match frame.kind {
+            FrameKind::S => self.csv.slow_frame(frame),
+            FrameKind::I | FrameKind::P => self.csv.write_main_row(&mut self.main, frame),
+            FrameKind::G => {
+                self.other.clear();
+                self.csv.write_gpx_point(&mut self.other, frame);
+                if self.gps.is_empty() {
+                    self.csv.write_gps_header(&mut self.gps);
+                }
+                self.csv.write_gps_row(&mut self.gps, frame);
+            }
+            FrameKind::H | FrameKind::E => {}
+        }
+    }
+
+    fn event(&mut self, event: &EventFrame<'_>) {
+        self.other.clear();
+        self.csv.write_event(&mut self.other, event.event);
     }
 }
 
