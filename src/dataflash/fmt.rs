@@ -198,6 +198,8 @@ pub enum ProblemKind {
     TypeOutOfRange(i128),
     /// A type named FMT whose fields are not (type, length, name, format, columns).
     NotADefinition,
+    /// The column names are not one per field: the messages read, but the names do not fit.
+    ColumnCount { columns: usize, fields: usize },
 }
 
 /// A FMT message that defines a type badly.
@@ -229,6 +231,10 @@ impl fmt::Display for ProblemKind {
             ProblemKind::NotADefinition => write!(
                 f,
                 "named FMT but its fields are not type, length, name, format, columns"
+            ),
+            ProblemKind::ColumnCount { columns, fields } => write!(
+                f,
+                "names {columns} columns for {fields} fields: in CSV the fields past the names are headed fieldN"
             ),
         }
     }
@@ -316,6 +322,10 @@ impl Format {
                     needed: body_size.saturating_add(HEADER_LEN),
                 })
             }
+            Ok(_) if columns.len() != fields.len() => Some(ProblemKind::ColumnCount {
+                columns: columns.len(),
+                fields: fields.len(),
+            }),
             Ok(_) => None,
         };
         let format = Format {
@@ -604,7 +614,23 @@ mod tests {
             assert_eq!(f.message_len(), None, "length {length}");
         }
         let (f, problem) = Format::define(&definition(b"", 3), None).unwrap();
-        assert_eq!((f.message_len(), problem), (Some(3), None));
+        assert_eq!(f.message_len(), Some(3));
+        assert!(!matches!(problem, Some(ProblemKind::LengthMismatch { .. })));
+    }
+
+    #[test]
+    fn column_names_that_do_not_fit_the_fields_are_a_problem_but_the_type_reads() {
+        for (format, length, columns) in [(&b"Qg"[..], 13, 3), (b"QgfB", 18, 3)] {
+            let (f, problem) = Format::define(&definition(format, length), None).unwrap();
+            assert_eq!(f.message_len(), Some(length as usize));
+            assert_eq!(
+                problem,
+                Some(ProblemKind::ColumnCount {
+                    columns,
+                    fields: format.len()
+                })
+            );
+        }
     }
 
     #[test]

@@ -42,7 +42,10 @@ pub fn is_dataflash(file: &[u8]) -> bool {
         let name = fmt::cut_at_nul(definition.name);
         !name.is_empty()
             && name.iter().all(u8::is_ascii_graphic)
-            && matches!(fmt::Format::define(&definition, None), Ok((_, None)))
+            && matches!(
+                fmt::Format::define(&definition, None),
+                Ok((_, None | Some(fmt::ProblemKind::ColumnCount { .. })))
+            )
     })
 }
 
