@@ -92,10 +92,7 @@ fn csv_main_rows(data: &[u8]) -> u64 {
         "bench",
         data,
         |session, rows: &mut Rows| {
-            let start = (session.header.data_start as usize)
-                .clamp(session.bounds.start, session.bounds.end);
-            let body = &data[start..session.bounds.end];
-            if rows.csv.start_session(&session.header, body) {
+            if rows.csv.start_session(session, data) {
                 rows.csv.write_header(&mut rows.rows);
             }
         },

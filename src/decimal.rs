@@ -138,6 +138,12 @@ pub fn put_number(
     at + total
 }
 
+/// [`put_number`] of `value`, right-aligned in at least `width` columns filled with spaces.
+#[inline(always)]
+pub fn put_int(buf: &mut [u8], at: usize, value: i64, width: usize) -> usize {
+    put_number(buf, at, value < 0, value.unsigned_abs(), width, b' ')
+}
+
 /// Grow `out` by `room` bytes, let `put` write from where it ended, and keep what `put` wrote.
 #[inline]
 pub fn append(out: &mut Vec<u8>, room: usize, put: impl FnOnce(&mut [u8], usize) -> usize) {

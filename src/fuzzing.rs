@@ -288,12 +288,7 @@ pub fn blackbox_export(data: &[u8]) {
         data,
         |session, tables: &mut CsvTables| {
             tables.settle();
-            let bounds = &session.bounds;
-            let start = (session.header.data_start as usize).clamp(bounds.start, bounds.end);
-            if tables
-                .csv
-                .start_session(&session.header, &data[start..bounds.end])
-            {
+            if tables.csv.start_session(session, data) {
                 tables.csv.write_header(&mut tables.main);
             }
         },

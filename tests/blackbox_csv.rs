@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{TempDir, bbcheck, corpus};
+use common::{TempDir, bbcheck, corpus, file_names};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -305,15 +305,6 @@ fn expected_files(stem: &str, index: u64, session: &Session) -> Vec<String> {
     files
 }
 
-fn listing(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
-
 #[test]
 fn betaflight_logs_match_the_c_decoder_column_for_column() {
     let Some(corpus) = corpus() else { return };
@@ -482,7 +473,7 @@ fn inav_log_uses_the_inav_tools_units_flags_and_columns() {
         }
     }
     expected.sort();
-    assert_eq!(listing(&dir), expected);
+    assert_eq!(file_names(&dir), expected);
 }
 
 #[test]
@@ -551,7 +542,7 @@ fn gps_files_and_events_appear_exactly_when_the_c_decoder_writes_them() {
             }
         }
         expected.sort();
-        assert_eq!(listing(&dir), expected, "{file}");
+        assert_eq!(file_names(&dir), expected, "{file}");
     }
 }
 

@@ -2,23 +2,13 @@
 
 mod common;
 
-use common::{TempDir, bbcheck};
+use common::{TempDir, bbcheck, file_names};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
 fn demo() -> PathBuf {
     common::own_corpus().join("generated/demo.bbl")
-}
-
-/// The names of the files in `dir`, sorted.
-fn file_names(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
 }
 
 /// `bbcheck salvage INPUT -o OUT --header-from DONOR`.

@@ -10,11 +10,12 @@
 //! integrated current meter, the log start date, the firmware version, which slow fields are
 //! flags, INAV's overlay columns); [`ReferenceCsv`] carries it the same way.
 
+use super::Session;
 use super::decoder::Frame;
 use super::event::{AdjustmentValue, Event};
 use super::frame::FrameKind;
 use super::header::{Firmware, Header};
-use crate::decimal::{NUMBER_ROOM, put_number, write_number};
+use crate::decimal::{NUMBER_ROOM, put_int, put_number, write_number};
 use std::io::Write;
 
 /// Which reference decoder's formatting applies.
@@ -688,15 +689,9 @@ fn write_enum(out: &mut Vec<u8>, value: u8, names: &[&str]) {
 
 /// Write an integer.
 fn write_int(out: &mut Vec<u8>, value: impl Into<i128>) {
-    write_padded(out, value, 0);
-}
-
-/// Write an integer right-aligned in at least `width` columns, as `{:width$}` does.
-#[inline]
-fn write_padded(out: &mut Vec<u8>, value: impl Into<i128>, width: usize) {
     let value = value.into();
     // Every value written is within 64 bits either way.
-    write_number(out, value < 0, value.unsigned_abs() as u64, width, b' ');
+    write_number(out, value < 0, value.unsigned_abs() as u64, 0, b' ');
 }
 
 /// Write `value` with leading zeros to `width` digits.
@@ -815,10 +810,13 @@ impl ReferenceCsv {
         ReferenceCsv::default()
     }
 
-    /// Start a session with `header`. Returns whether the C decoder writes a CSV header line for
-    /// it: when the main frames are defined and `data` (the session's bytes after its header)
-    /// holds a frame type byte, where the decoder announces the layout.
-    pub fn start_session(&mut self, header: &Header, data: &[u8]) -> bool {
+    /// Start `session` of `file`. Returns whether the C decoder writes a CSV header line for it:
+    /// when the main frames are defined and the session's bytes after its header hold a frame
+    /// type byte, where the decoder announces the layout.
+    pub fn start_session(&mut self, session: &Session, file: &[u8]) -> bool {
+        let (header, bounds) = (&session.header, &session.bounds);
+        let data_start = (header.data_start as usize).clamp(bounds.start, bounds.end);
+        let data = &file[data_start..bounds.end];
         let layout = Layout::new(header, &mut self.carry);
         self.slow = vec![0; layout.slow_names.len()];
         self.slow_text_stale = true;
@@ -927,16 +925,10 @@ impl ReferenceCsv {
             cells[at..at + 2].copy_from_slice(b", ");
             at += 2;
             at = match column {
-                MainColumn::Signed => {
-                    let v = v as i32;
-                    put_number(cells, at, v < 0, u64::from(v.unsigned_abs()), 3, b' ')
-                }
-                MainColumn::Unsigned => put_number(cells, at, false, u64::from(v as u32), 3, b' '),
-                MainColumn::Time => {
-                    let v = time.map_or(v, |t| t as i64);
-                    put_number(cells, at, v < 0, v.unsigned_abs(), 0, b' ')
-                }
-                MainColumn::BaroAlt => put_number(cells, at, v < 0, v.unsigned_abs(), 0, b' '),
+                MainColumn::Signed => put_int(cells, at, i64::from(v as i32), 3),
+                MainColumn::Unsigned => put_int(cells, at, i64::from(v as u32), 3),
+                MainColumn::Time => put_int(cells, at, time.map_or(v, |t| t as i64), 0),
+                MainColumn::BaroAlt => put_int(cells, at, v, 0),
                 MainColumn::Vbat => match layout.flavour {
                     Flavour::Betaflight => put_decimal(cells, at, v, 1),
                     Flavour::Inav => {
@@ -964,15 +956,7 @@ impl ReferenceCsv {
         }
         if layout.amperage.is_some() {
             cells[at..at + 2].copy_from_slice(b", ");
-            let energy = self.carry.meter.rounded();
-            at = put_number(
-                cells,
-                at + 2,
-                energy < 0,
-                u64::from(energy.unsigned_abs()),
-                0,
-                b' ',
-            );
+            at = put_int(cells, at + 2, self.carry.meter.rounded().into(), 0);
         }
         out.extend_from_slice(cells.get(2..at).unwrap_or_default());
         if !layout.slow_names.is_empty() {
@@ -1311,6 +1295,10 @@ mod tests {
             f(&mut out);
             String::from_utf8(out).unwrap()
         };
+        // How a main row writes its columns, at the end of a buffer.
+        let write_padded = |out: &mut Vec<u8>, value: i64, width: usize| {
+            append(out, NUMBER_ROOM, |buf, at| put_int(buf, at, value, width))
+        };
         let write_decimal = |out: &mut Vec<u8>, value: i64, decimals: u32| {
             append(out, DECIMAL_ROOM, |buf, at| {
                 put_decimal(buf, at, value, decimals)
@@ -1342,11 +1330,11 @@ mod tests {
                 format!("{:.3}", v as f64 / 1000.0)
             );
             assert_eq!(
-                text(&|o| write_padded(o, v as i32, 3)),
+                text(&|o| write_padded(o, (v as i32).into(), 3)),
                 format!("{:3}", v as i32)
             );
             assert_eq!(
-                text(&|o| write_padded(o, v as u32, 3)),
+                text(&|o| write_padded(o, (v as u32).into(), 3)),
                 format!("{:3}", v as u32)
             );
         }

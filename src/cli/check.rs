@@ -67,10 +67,7 @@ pub fn check_data(
     let name = input::name(path);
     match detect(path, data, format)? {
         Detected::Dataflash => {
-            let reached = input::Reached {
-                inner: dataflash::reader::Discard,
-                reached: &reached[0],
-            };
+            let reached = dataflash::reader::Noting(&reached[0]);
             let mut sink = input::Progress::new(reached, &done[0]);
             Ok(Checked::Dataflash(Box::new(dataflash::decode(
                 &name, data, &mut sink,

@@ -7,7 +7,7 @@ use crate::blackbox::csv::{self, ReferenceCsv};
 use crate::blackbox::decoder::{EventFrame, Frame, Sink};
 use crate::blackbox::frame::FrameKind;
 use crate::blackbox::{self, Session};
-use crate::decimal::{NUMBER_ROOM, put_number, write_number};
+use crate::decimal::{NUMBER_ROOM, put_int, put_number, write_number};
 use crate::report::FileReport;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -213,7 +213,7 @@ fn put_values(line: &mut Vec<u8>, frame: &Frame<'_>) {
     for (i, &v) in frame.values.iter().enumerate() {
         at = match frame.time {
             Some((t, time)) if t == i => put_number(line, at, false, time, 0, b' '),
-            _ => put_number(line, at, v < 0, v.unsigned_abs(), 0, b' '),
+            _ => put_int(line, at, v, 0),
         };
         line[at] = b',';
         at += 1;
@@ -438,11 +438,8 @@ impl CsvSink {
             return;
         }
         let index = session.bounds.index;
-        let start =
-            (session.header.data_start as usize).clamp(session.bounds.start, session.bounds.end);
-        let body = &data[start..session.bounds.end];
         self.line.clear();
-        if self.reference.start_session(&session.header, body) {
+        if self.reference.start_session(session, data) {
             self.reference.write_header(&mut self.line);
         }
         match self.create(index, ".csv", &self.line) {

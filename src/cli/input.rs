@@ -182,16 +182,6 @@ impl<S: Sink> Sink for Reached<'_, S> {
     }
 }
 
-impl<S: dataflash::Sink> dataflash::Sink for Reached<'_, S> {
-    fn message(&mut self, message: &dataflash::Message<'_>) {
-        self.reached.store(message.offset, Ordering::Relaxed);
-        self.inner.message(message);
-    }
-    fn session(&mut self, offset: u64) {
-        self.inner.session(offset);
-    }
-}
-
 /// A sink that counts the bytes its thread has decoded, for progress bars: where a session is
 /// split between threads, the offset a thread has reached is not the work it has done.
 pub struct Progress<'a, S> {

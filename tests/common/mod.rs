@@ -40,6 +40,16 @@ pub fn own_corpus() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("corpus")
 }
 
+/// The names of the files in `dir`, sorted.
+pub fn file_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
 /// A fresh scratch directory `bbcheck-<name>-<pid>` under the system temporary directory, removed
 /// (with everything in it) when dropped, also when the test panics. Give each test binary its own
 /// name prefix so binaries running in parallel never share one.
