@@ -109,8 +109,9 @@ pub struct FrameDef {
     pub data_version: u32,
     steps: Vec<Step>,
     runs: Vec<Run>,
-    /// Each field's signed flag.
-    signed: Vec<bool>,
+    /// Per field, the bits above 32 a normalised value keeps from its sign extension: all of
+    /// them for a signed field, none for an unsigned one (see [`fill`]).
+    high_bits: Vec<i64>,
 }
 
 impl FrameDef {
@@ -157,7 +158,10 @@ impl FrameDef {
                 }),
             }
         }
-        let signed = fields.iter().map(|f| f.signed).collect();
+        let high_bits = fields
+            .iter()
+            .map(|f| if f.signed { !0xFFFF_FFFF } else { 0 })
+            .collect();
         FrameDef {
             kind,
             names,
@@ -165,7 +169,7 @@ impl FrameDef {
             data_version,
             steps,
             runs,
-            signed,
+            high_bits,
         }
     }
 
@@ -229,7 +233,7 @@ impl FrameDef {
     #[inline]
     fn predict_run(&self, run: &Run, ctx: &Context<'_>, out: &mut [i64]) {
         let (start, end) = (run.start, run.end);
-        let signed = &self.signed[start..end];
+        let signed = &self.high_bits[start..end];
         // History as long as the run needs, or none at all (then predictions read 0).
         fn whole(frame: Option<&[i64]>, start: usize, end: usize) -> Result<Option<&[i64]>, ()> {
             match frame {
@@ -272,7 +276,7 @@ impl FrameDef {
             (predictor, _, _) => {
                 for i in start..end {
                     let prediction = predictor.predict(i, ctx, out);
-                    out[i] = normalise(out[i].wrapping_add(prediction), self.signed[i]);
+                    out[i] = normalise(out[i].wrapping_add(prediction), self.fields[i].signed);
                 }
             }
         }
@@ -412,11 +416,14 @@ fn read_each<'a, T: Into<i64>>(
     Ok(input)
 }
 
-/// Add each prediction to its residual in `values`, and normalise the sum by its signed flag.
+/// Add each prediction to its residual in `values`, and normalise the sum to 32 bits: its low 32
+/// bits, with the sign extension's high bits where `high_bits` keeps them (without a branch, the
+/// same as [`normalise`]).
 #[inline(always)]
-fn fill(values: &mut [i64], signed: &[bool], predictions: impl Iterator<Item = i64>) {
-    for ((v, &s), p) in values.iter_mut().zip(signed).zip(predictions) {
-        *v = normalise(v.wrapping_add(p), s);
+fn fill(values: &mut [i64], high_bits: &[i64], predictions: impl Iterator<Item = i64>) {
+    for ((v, &high), p) in values.iter_mut().zip(high_bits).zip(predictions) {
+        let sum = v.wrapping_add(p);
+        *v = i64::from(sum as u32) | (i64::from(sum as i32) & high);
     }
 }
 
@@ -540,6 +547,34 @@ mod tests {
                 Ok(out.len())
             );
             assert_eq!(decoded, values, "data version {version}");
+        }
+    }
+
+    #[test]
+    fn fill_normalises_as_the_signed_flag_says() {
+        let sums = [
+            0i64,
+            1,
+            -1,
+            i32::MAX as i64 + 1,
+            u32::MAX as i64,
+            -(1 << 40) - 5,
+        ];
+        for signed in [true, false] {
+            let def = FrameDef::new(
+                FrameKind::I,
+                vec!["v".into()],
+                vec![FieldSpec {
+                    signed,
+                    ..field(Predictor::Zero, Encoding::SignedVb)
+                }],
+                2,
+            );
+            for sum in sums {
+                let mut value = [sum - 7];
+                fill(&mut value, &def.high_bits, std::iter::once(7));
+                assert_eq!(value[0], normalise(sum, signed), "{sum} signed {signed}");
+            }
         }
     }
 
