@@ -224,17 +224,19 @@ impl Group {
             second.unwrap_or(first),
             before_penultimate.unwrap_or(before_last),
         );
+        let (second, before_penultimate) = (&second[..n], &before_penultimate[..n]);
+        let (next, last, before_last, checked) =
+            (&next[..n], &last[..n], &before_last[..n], &checked[..n]);
         (0..n).any(|f| {
             let (into, out) = (first[f] - before_last[f], next[f] - last[f]);
             let step = into.abs().min(out.abs());
             let one_inside = (second[f] - first[f])
                 .abs()
                 .max((before_last[f] - before_penultimate[f]).abs());
-            // The cheap conditions first (most fields stop at the first); the largest changes
-            // inside, read from the frames held, last.
-            step > OFFSET_FACTOR * (one_inside + 2)
+            // The cheap conditions first, without branches (almost every field fails them); the
+            // largest changes inside, read from the frames held, last.
+            ((into ^ out) < 0) & (step > OFFSET_FACTOR * (one_inside + 2))
                 && checked[f]
-                && (into < 0) != (out < 0)
                 && (into + out).abs() * 4 < into.abs() + out.abs()
                 && step > OFFSET_FACTOR * (self.largest_change(f).max(before.largest_change(f)) + 2)
         })
