@@ -408,11 +408,12 @@ pub fn check(
     };
     let mut sink = input::Progress::new(reached, done);
     let checked = match detect(path, data, format)? {
-        Detected::Dataflash => Checked::Dataflash(Box::new(dataflash::decode(
-            &name,
-            data,
-            &mut sink.inner.inner,
-        ))),
+        Detected::Dataflash => {
+            // The timeline, and the offset reached for page release and progress.
+            let mut noting = dataflash::reader::Noting(sink.inner.reached);
+            let mut both = input::Progress::new((&mut sink.inner.inner, &mut noting), done);
+            Checked::Dataflash(Box::new(dataflash::decode(&name, data, &mut both)))
+        }
         Detected::Blackbox if !blackbox::is_blackbox(data) => {
             return Err(Error::NotALog {
                 path: path.to_owned(),
@@ -1367,6 +1368,31 @@ mod tests {
             "&lt;script&gt;alert(&#39;x&#39;) &amp; &quot;y&quot;&lt;/script&gt;"
         );
         assert_eq!(escape("plain µs"), "plain µs");
+    }
+
+    #[test]
+    fn checking_for_a_page_notes_how_far_it_has_reached_in_either_format() {
+        let logs = [
+            crate::synth::demo_log(),
+            crate::dataflash::synth::flight(1, 20),
+        ];
+        for data in logs {
+            let (reached, done) = (AtomicU64::new(0), AtomicU64::new(0));
+            let (checked, _) =
+                check(Path::new("log"), &data, LogFormat::Auto, &reached, &done).unwrap();
+            let (reached, done) = (reached.into_inner(), done.into_inner());
+            // The last frames or messages start near the end.
+            let len = data.len() as u64;
+            assert!(
+                reached > len * 9 / 10 && reached < len,
+                "reached {reached} of {len}"
+            );
+            assert!(done > len * 9 / 10 && done <= len, "done {done} of {len}");
+            assert!(matches!(
+                (&checked, data.starts_with(b"H Product")),
+                (Checked::Blackbox(_), true) | (Checked::Dataflash(_), false)
+            ));
+        }
     }
 
     #[test]
