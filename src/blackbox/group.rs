@@ -55,6 +55,42 @@ pub struct Item {
     pub event: Option<Event>,
 }
 
+/// The main frames [`Group::offset_by_its_i_frame`] compares, each cut to the same length.
+struct Joins<'a> {
+    first: &'a [i64],
+    second: &'a [i64],
+    last: &'a [i64],
+    next: &'a [i64],
+    before_last: &'a [i64],
+    before_penultimate: &'a [i64],
+}
+
+impl Joins<'_> {
+    /// Field `f`'s steps into the group (from the group before) and out of it (to the next I
+    /// frame).
+    #[inline(always)]
+    fn steps(&self, f: usize) -> (i64, i64) {
+        (
+            self.first[f] - self.before_last[f],
+            self.next[f] - self.last[f],
+        )
+    }
+
+    /// Negative when field `f`'s steps into and out of the group go opposite ways and both exceed
+    /// [`OFFSET_FACTOR`] times (2 more than) the one change read inside each group, the first
+    /// of this one and the last of the group before; computed without a branch.
+    #[inline(always)]
+    fn cheap_conditions(&self, f: usize) -> i64 {
+        let (into, out) = self.steps(f);
+        let step = into.abs().min(out.abs());
+        let one_inside = (self.second[f] - self.first[f])
+            .abs()
+            .max((self.before_last[f] - self.before_penultimate[f]).abs());
+        // Both hold where both differences are negative.
+        (into ^ out) & (OFFSET_FACTOR * (one_inside + 2) - step)
+    }
+}
+
 /// The open group.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Group {
@@ -224,18 +260,24 @@ impl Group {
             second.unwrap_or(first),
             before_penultimate.unwrap_or(before_last),
         );
-        let (second, before_penultimate) = (&second[..n], &before_penultimate[..n]);
-        let (next, last, before_last, checked) =
-            (&next[..n], &last[..n], &before_last[..n], &checked[..n]);
+        let joins = Joins {
+            first,
+            second: &second[..n],
+            last: &last[..n],
+            next: &next[..n],
+            before_last: &before_last[..n],
+            before_penultimate: &before_penultimate[..n],
+        };
+        // Almost every field fails the cheap conditions: a first pass over all of them, without a
+        // branch, says whether any passes.
+        if (0..n).fold(0, |any, f| any | joins.cheap_conditions(f)) >= 0 {
+            return false;
+        }
         (0..n).any(|f| {
-            let (into, out) = (first[f] - before_last[f], next[f] - last[f]);
+            let (into, out) = joins.steps(f);
             let step = into.abs().min(out.abs());
-            let one_inside = (second[f] - first[f])
-                .abs()
-                .max((before_last[f] - before_penultimate[f]).abs());
-            // The cheap conditions first, without branches (almost every field fails them); the
-            // largest changes inside, read from the frames held, last.
-            ((into ^ out) < 0) & (step > OFFSET_FACTOR * (one_inside + 2))
+            // The largest changes inside, read from the frames held, last.
+            joins.cheap_conditions(f) < 0
                 && checked[f]
                 && (into + out).abs() * 4 < into.abs() + out.abs()
                 && step > OFFSET_FACTOR * (self.largest_change(f).max(before.largest_change(f)) + 2)
