@@ -233,7 +233,7 @@ impl FrameDef {
     #[inline]
     fn predict_run(&self, run: &Run, ctx: &Context<'_>, out: &mut [i64]) {
         let (start, end) = (run.start, run.end);
-        let signed = &self.high_bits[start..end];
+        let high_bits = &self.high_bits[start..end];
         // History as long as the run needs, or none at all (then predictions read 0).
         fn whole(frame: Option<&[i64]>, start: usize, end: usize) -> Result<Option<&[i64]>, ()> {
             match frame {
@@ -245,7 +245,7 @@ impl FrameDef {
         let previous = whole(ctx.previous, start, end);
         let previous2 = whole(ctx.previous2, start, end);
         let constant =
-            |out: &mut [i64], c: i64| fill(&mut out[start..end], signed, std::iter::repeat(c));
+            |out: &mut [i64], c: i64| fill(&mut out[start..end], high_bits, std::iter::repeat(c));
         match (run.predictor, previous, previous2) {
             (Predictor::Zero, _, _) => constant(out, 0),
             (Predictor::MinThrottle(c) | Predictor::VbatRef(c) | Predictor::MinMotor(c), _, _) => {
@@ -258,18 +258,18 @@ impl FrameDef {
             }
             (Predictor::Previous, Ok(None), _) => constant(out, 0),
             (Predictor::Previous, Ok(Some(p1)), _) => {
-                fill(&mut out[start..end], signed, p1.iter().copied())
+                fill(&mut out[start..end], high_bits, p1.iter().copied())
             }
             (Predictor::StraightLine | Predictor::Average2, Ok(None), Ok(_))
             | (Predictor::StraightLine | Predictor::Average2, Ok(_), Ok(None)) => constant(out, 0),
             (Predictor::StraightLine, Ok(Some(p1)), Ok(Some(p2))) => fill(
                 &mut out[start..end],
-                signed,
+                high_bits,
                 p1.iter().zip(p2).map(|(a, b)| 2 * a - b),
             ),
             (Predictor::Average2, Ok(Some(p1)), Ok(Some(p2))) => fill(
                 &mut out[start..end],
-                signed,
+                high_bits,
                 p1.iter().zip(p2).map(|(a, b)| (a + b) / 2),
             ),
             // Rare predictors, and history shorter than the frame: one field at a time.
