@@ -154,7 +154,7 @@ impl Layout {
             .filter(|l| {
                 !l.name.starts_with("Field") && l.name != "Product" && l.name != "Data version"
             })
-            .map(|l| (l.offset as usize + 2, l.name.len() + 1 + l.value.len()))
+            .map(|l| (l.offset as usize + 2, (l.end - l.offset) as usize - 3))
             .collect();
         Layout {
             ranges,

@@ -43,6 +43,9 @@ pub enum Firmware {
 pub struct HeaderLine {
     /// Absolute offset of the `H`.
     pub offset: u64,
+    /// Absolute offset just past the line's newline (the bytes as read: `name` and `value` may be
+    /// longer, where bytes that are not text became U+FFFD).
+    pub end: u64,
     pub name: String,
     pub value: String,
 }
@@ -159,10 +162,11 @@ impl Header {
                         }
                         lines.push(HeaderLine {
                             offset: pos as u64,
+                            end: (pos + len) as u64,
                             name: text(name),
                             value: text(value),
                         });
-                        pos += 2 + name.len() + 1 + value.len() + 1;
+                        pos += len;
                     }
                     Line::Damaged(len) => {
                         problems.push(HeaderProblem {
@@ -234,10 +238,7 @@ impl Header {
             .iter()
             .rev()
             .find(|l| l.name == name)
-            .map(|l| {
-                let len = 2 + l.name.len() + 1 + l.value.len() + 1;
-                (l.offset, l.offset + len as u64)
-            })
+            .map(|l| (l.offset, l.end))
             .unwrap_or((self.data_start, self.data_start));
         self.problems.push(HeaderProblem {
             start,
@@ -526,6 +527,31 @@ H motorOutput:48,2047\n";
         assert_eq!(h.p.as_ref().unwrap().names, i.names);
         assert_eq!((h.p_num, h.p_denom), (1, 4));
         assert!(h.problems.is_empty(), "{:?}", h.problems);
+    }
+
+    #[test]
+    fn a_problem_covers_its_line_as_read_even_where_bytes_are_not_text() {
+        // S names with bytes that are not text (each shown as a three-byte U+FFFD) and no
+        // encodings: the problem covers that line, not the start of the next.
+        let mut bytes = format!("{BASE}H Field S name:fl").into_bytes();
+        bytes.extend([0xFF; 10]);
+        bytes.extend(b"ag\nH Field S predictor:0\nH Firmware type:Cleanflight\nI");
+        let h = Header::parse(&bytes, 0, bytes.len());
+        let line = |name: &str| h.lines.iter().find(|l| l.name == name).unwrap();
+        let names = line("Field S name");
+        assert_eq!(
+            names.end - names.offset,
+            "H Field S name:flag\n".len() as u64 + 10
+        );
+        let next = line("Field S predictor");
+        assert_eq!(names.end, next.offset);
+        let problem = h
+            .problems
+            .iter()
+            .find(|p| p.message.contains("frame S"))
+            .expect("the S layout is unreadable");
+        assert_eq!((problem.start, problem.end), (names.offset, names.end));
+        assert_eq!(h.firmware, Firmware::Cleanflight);
     }
 
     #[test]
