@@ -2,7 +2,7 @@
 
 use super::codec::elias::{self, BitWriter};
 use super::codec::{CodecError, CodecErrorKind, CodecResult, Encoding, tag, varint};
-use super::predictor::{Context, Predictor, normalise};
+use super::predictor::{Context, Predictor};
 
 /// Frames are at most this long, type byte included (as in every reference decoder).
 pub const MAX_FRAME_LEN: usize = 256;
@@ -276,7 +276,7 @@ impl FrameDef {
             (predictor, _, _) => {
                 for i in start..end {
                     let prediction = predictor.predict(i, ctx, out);
-                    out[i] = normalise(out[i].wrapping_add(prediction), self.fields[i].signed);
+                    out[i] = keep_32_bits(out[i].wrapping_add(prediction), self.high_bits[i]);
                 }
             }
         }
@@ -416,15 +416,20 @@ fn read_each<'a, T: Into<i64>>(
     Ok(input)
 }
 
-/// Add each prediction to its residual in `values`, and normalise the sum to 32 bits: its low 32
-/// bits, with the sign extension's high bits where `high_bits` keeps them (without a branch, the
-/// same as [`normalise`]).
+/// Add each prediction to its residual in `values`, and normalise the sums (see
+/// [`keep_32_bits`]).
 #[inline(always)]
 fn fill(values: &mut [i64], high_bits: &[i64], predictions: impl Iterator<Item = i64>) {
     for ((v, &high), p) in values.iter_mut().zip(high_bits).zip(predictions) {
-        let sum = v.wrapping_add(p);
-        *v = i64::from(sum as u32) | (i64::from(sum as i32) & high);
+        *v = keep_32_bits(v.wrapping_add(p), high);
     }
+}
+
+/// [`normalise`](super::predictor::normalise) without a branch: the low 32 bits of `value`, with the sign extension's high
+/// bits where `high_bits` keeps them (a field's entry in [`FrameDef`]'s `high_bits`).
+#[inline(always)]
+fn keep_32_bits(value: i64, high_bits: i64) -> i64 {
+    i64::from(value as u32) | (i64::from(value as i32) & high_bits)
 }
 
 #[inline]
@@ -465,6 +470,7 @@ fn flatten(e: nom::Err<CodecError>) -> CodecError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::blackbox::predictor::normalise;
 
     fn field(predictor: Predictor, encoding: Encoding) -> FieldSpec {
         FieldSpec {

@@ -274,12 +274,13 @@ impl Group {
             return false;
         }
         (0..n).any(|f| {
+            if joins.cheap_conditions(f) >= 0 || !checked[f] {
+                return false;
+            }
             let (into, out) = joins.steps(f);
             let step = into.abs().min(out.abs());
             // The largest changes inside, read from the frames held, last.
-            joins.cheap_conditions(f) < 0
-                && checked[f]
-                && (into + out).abs() * 4 < into.abs() + out.abs()
+            (into + out).abs() * 4 < into.abs() + out.abs()
                 && step > OFFSET_FACTOR * (self.largest_change(f).max(before.largest_change(f)) + 2)
         })
     }

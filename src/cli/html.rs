@@ -402,17 +402,14 @@ pub fn check(
     done: &AtomicU64,
 ) -> Result<(Checked, Timeline), Error> {
     let name = input::name(path);
-    let reached = input::Reached {
-        inner: Timeline::default(),
-        reached,
-    };
-    let mut sink = input::Progress::new(reached, done);
-    let checked = match detect(path, data, format)? {
+    Ok(match detect(path, data, format)? {
         Detected::Dataflash => {
             // The timeline, and the offset reached for page release and progress.
-            let mut noting = dataflash::reader::Noting(sink.inner.reached);
-            let mut both = input::Progress::new((&mut sink.inner.inner, &mut noting), done);
-            Checked::Dataflash(Box::new(dataflash::decode(&name, data, &mut both)))
+            let mut timeline = Timeline::default();
+            let mut noting = dataflash::reader::Noting(reached);
+            let mut sink = input::Progress::new((&mut timeline, &mut noting), done);
+            let report = dataflash::decode(&name, data, &mut sink);
+            (Checked::Dataflash(Box::new(report)), timeline)
         }
         Detected::Blackbox if !blackbox::is_blackbox(data) => {
             return Err(Error::NotALog {
@@ -420,16 +417,23 @@ pub fn check(
                 size: data.len() as u64,
             });
         }
-        Detected::Blackbox => Checked::Blackbox(blackbox::decode(
-            &name,
-            data,
-            |session, sink: &mut input::Progress<'_, input::Reached<'_, Timeline>>| {
-                sink.inner.inner.blackbox_session(session)
-            },
-            &mut sink,
-        )),
-    };
-    Ok((checked, sink.inner.inner))
+        Detected::Blackbox => {
+            let reached = input::Reached {
+                inner: Timeline::default(),
+                reached,
+            };
+            let mut sink = input::Progress::new(reached, done);
+            let report = blackbox::decode(
+                &name,
+                data,
+                |session, sink: &mut input::Progress<'_, input::Reached<'_, Timeline>>| {
+                    sink.inner.inner.blackbox_session(session)
+                },
+                &mut sink,
+            );
+            (Checked::Blackbox(report), sink.inner.inner)
+        }
+    })
 }
 
 /// Where the pages go: one per input and, when they share a directory, its index page.
