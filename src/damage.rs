@@ -62,6 +62,12 @@ impl Model {
         }
     }
 
+    /// Whether the seed changes what the model does (a text-mode copy converts every line end,
+    /// so it has one outcome per input).
+    pub fn uses_seed(self) -> bool {
+        self != Model::Newline
+    }
+
     /// Whether the model changes values in place (rather than removing, inserting or zeroing).
     pub fn changes_values_in_place(self) -> bool {
         matches!(self, Model::BitFlips | Model::Newline)
@@ -419,6 +425,16 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    #[test]
+    fn the_seed_changes_the_damage_of_every_model_but_the_text_mode_copy() {
+        let input = demo();
+        for model in Model::ALL {
+            let first = damage(&input, model, 0).data;
+            let varies = (1..6).any(|seed| damage(&input, model, seed).data != first);
+            assert_eq!(varies, model.uses_seed(), "{model:?}");
         }
     }
 }

@@ -13,7 +13,8 @@ pub struct Args {
     /// Damaged copy to write; the truth goes to `<OUT>.truth.json`.
     #[arg(short = 'o', long = "output")]
     output: PathBuf,
-    /// Seed of the deterministic damage.
+    /// Seed of the deterministic damage (a text-mode copy, `newline`, has one outcome and no
+    /// use for it).
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// How to damage it.
