@@ -78,16 +78,21 @@ impl Joins<'_> {
 
     /// Negative when field `f`'s steps into and out of the group go opposite ways and both exceed
     /// [`OFFSET_FACTOR`] times (2 more than) the one change read inside each group, the first
-    /// of this one and the last of the group before; computed without a branch.
+    /// of this one and the last of the group before. Without a branch, and without a minimum or
+    /// maximum (which 64-bit lanes lack): each of the four comparisons is the sign of a
+    /// difference, and the sign of their `&` says whether all hold.
     #[inline(always)]
     fn cheap_conditions(&self, f: usize) -> i64 {
         let (into, out) = self.steps(f);
-        let step = into.abs().min(out.abs());
-        let one_inside = (self.second[f] - self.first[f])
-            .abs()
-            .max((self.before_last[f] - self.before_penultimate[f]).abs());
-        // Both hold where both differences are negative.
-        (into ^ out) & (OFFSET_FACTOR * (one_inside + 2) - step)
+        let (into_size, out_size) = (into.abs(), out.abs());
+        let inside = |a: &[i64], b: &[i64]| OFFSET_FACTOR * ((a[f] - b[f]).abs() + 2);
+        let this = inside(self.second, self.first);
+        let before = inside(self.before_last, self.before_penultimate);
+        (into ^ out)
+            & (this - into_size)
+            & (before - into_size)
+            & (this - out_size)
+            & (before - out_size)
     }
 }
 
