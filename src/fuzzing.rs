@@ -15,7 +15,7 @@ use crate::blackbox::decoder::{Discard, EventFrame, Frame, Sink};
 use crate::blackbox::event::{AdjustmentValue, Event};
 use crate::blackbox::frame::{FrameKind, MAX_FRAME_LEN};
 use crate::blackbox::header::{Firmware, Header, LOG_START_MARKER};
-use crate::blackbox::predictor::{Context, normalise};
+use crate::blackbox::predictor::normalise;
 use crate::blackbox::writer::SessionWriter;
 
 /// A check on one input.
@@ -616,20 +616,15 @@ fn fit(encoding: Encoding, residual: i32) -> i32 {
     }
 }
 
-/// Builds a model record by record, keeping the prediction state the writer keeps.
+/// Builds a model record by record, predicting each frame's values as the writer, whose
+/// prediction state it reads, will encode them.
 struct Builder {
     header: Header,
     writer: SessionWriter,
     records: Vec<Record>,
     mains: usize,
-    previous: Option<Vec<i64>>,
-    previous2: Option<Vec<i64>>,
-    last_iteration: Option<u32>,
-    last_main_time: i64,
     /// Per main field, the largest change between consecutive main frames since the last I frame.
     group_scale: Vec<i64>,
-    /// The last home frame's values (zeros before the first, as in the writer).
-    home: Vec<i64>,
     home_written: bool,
     /// The iteration a logging-resume event announced: the next main frame is its I frame.
     resume_at: Option<u32>,
@@ -664,7 +659,7 @@ impl Builder {
 
     fn main_frame(&mut self, src: &mut Source) {
         let i_interval = self.header.i_interval;
-        let n = match (self.resume_at.take(), self.last_iteration) {
+        let n = match (self.resume_at.take(), self.writer.last_iteration()) {
             (Some(n), _) => n,
             (None, None) => self.base_iteration,
             (None, Some(last)) => last + 1 + self.header.skipped_after(last),
@@ -678,15 +673,7 @@ impl Builder {
             .header
             .def(kind)
             .expect("the model defines main frames");
-        let ctx = match kind {
-            FrameKind::P => Context {
-                previous: self.previous.as_deref(),
-                previous2: self.previous2.as_deref(),
-                skipped: self.header.skipped_after(self.last_iteration.unwrap_or(0)),
-                ..Context::default()
-            },
-            _ => Context::default(),
-        };
+        let ctx = self.writer.context(kind);
         let jitter = u64::from(src.byte() % (self.max_jitter_us + 1));
         let time = self.base_time_us + u64::from(n - self.base_iteration) * self.loop_time_us;
         let mut values = vec![0i64; def.len()];
@@ -703,7 +690,7 @@ impl Builder {
         for i in 2..def.len() {
             let field = def.fields[i];
             let prediction = field.predictor.predict(i, &ctx, &values);
-            let residual = match (kind, &self.previous) {
+            let residual = match (kind, self.writer.previous()) {
                 // Sensors move smoothly: an I frame's variable-byte value steps from the last
                 // frame by no more than the group before it moved.
                 (FrameKind::I, Some(previous))
@@ -723,32 +710,17 @@ impl Builder {
             };
             values[i] = normalise(prediction + i64::from(residual), field.signed);
         }
-        match (kind, &self.previous) {
+        match (kind, self.writer.previous()) {
             (FrameKind::P, Some(previous)) => widen_scale(&mut self.group_scale, previous, &values),
             _ => self.group_scale.clear(),
         }
-        self.previous2 = match kind {
-            FrameKind::P => self.previous.take(),
-            _ => Some(values.clone()),
-        };
-        self.previous = Some(values.clone());
-        self.last_iteration = Some(n);
-        self.last_main_time = values[1];
         self.mains += 1;
         self.push(Record::Frame(kind, values));
     }
 
     fn other_frame(&mut self, kind: FrameKind, src: &mut Source) {
         let def = self.header.def(kind).expect("the model defines the frame");
-        let ctx = Context {
-            home: (kind == FrameKind::G).then_some(self.home.as_slice()),
-            last_main_time: if kind == FrameKind::G {
-                self.last_main_time
-            } else {
-                0
-            },
-            ..Context::default()
-        };
+        let ctx = self.writer.context(kind);
         let mut values = vec![0i64; def.len()];
         for i in 0..def.len() {
             let field = def.fields[i];
@@ -756,10 +728,7 @@ impl Builder {
             let residual = fit(field.encoding, src.value());
             values[i] = normalise(prediction + i64::from(residual), field.signed);
         }
-        if kind == FrameKind::H {
-            self.home = values.clone();
-            self.home_written = true;
-        }
+        self.home_written |= kind == FrameKind::H;
         self.push(Record::Frame(kind, values));
     }
 
@@ -823,12 +792,14 @@ impl Builder {
     /// Logging paused and resumes at a later I frame, after some time.
     fn resume(&mut self, src: &mut Source) {
         let i_interval = self.header.i_interval;
-        let last = self.last_iteration.expect("a main frame comes first");
+        let last = self
+            .writer
+            .last_iteration()
+            .expect("a main frame comes first");
         let n = (last / i_interval + 1 + u32::from(src.byte() % 4)) * i_interval;
         let pause_us = u64::from(src.u16()) * 16;
         self.base_time_us += u64::from(n - self.base_iteration) * self.loop_time_us + pause_us;
         self.base_iteration = n;
-        self.last_iteration = Some(n);
         self.resume_at = Some(n);
         self.push(Record::Event(Event::LoggingResume {
             iteration: n,
@@ -982,12 +953,7 @@ impl LogModel {
             writer,
             records: Vec::new(),
             mains: 0,
-            previous: None,
-            previous2: None,
             group_scale: Vec::new(),
-            last_iteration: None,
-            last_main_time: 0,
-            home: vec![0; home.len()],
             home_written: false,
             resume_at: None,
             loop_time_us,

@@ -52,6 +52,37 @@ impl SessionWriter {
         &self.header
     }
 
+    /// What the predictors of the next frame of `kind` read: for a P frame the last two main
+    /// frames, for a G frame the last home and the last main frame's time.
+    pub fn context(&self, kind: FrameKind) -> Context<'_> {
+        match kind {
+            FrameKind::P => Context {
+                previous: self.previous.as_deref(),
+                previous2: self.previous2.as_deref(),
+                skipped: self
+                    .last_iteration
+                    .map_or(0, |l| self.header.skipped_after(l)),
+                ..Context::default()
+            },
+            FrameKind::G => Context {
+                home: Some(&self.home),
+                last_main_time: self.last_main_time,
+                ..Context::default()
+            },
+            _ => Context::default(),
+        }
+    }
+
+    /// The last main frame written.
+    pub fn previous(&self) -> Option<&[i64]> {
+        self.previous.as_deref()
+    }
+
+    /// The iteration of the last main frame written, or of the logging-resume event after it.
+    pub fn last_iteration(&self) -> Option<u32> {
+        self.last_iteration
+    }
+
     fn main_field(&self, values: &[i64], name: &str) -> i64 {
         self.header
             .i
@@ -71,19 +102,10 @@ impl SessionWriter {
             .def(kind)
             .expect("frame type defined in the header");
         assert_eq!(values.len(), def.len(), "one value per field");
-        let ctx = match kind {
-            FrameKind::P => Context {
-                previous: self.previous.as_deref(),
-                previous2: self.previous2.as_deref(),
-                skipped: self
-                    .last_iteration
-                    .map_or(0, |l| self.header.skipped_after(l)),
-                ..Context::default()
-            },
-            _ => Context::default(),
-        };
-        self.out.push(kind.byte());
-        def.encode(values, &ctx, &mut self.out);
+        let mut out = std::mem::take(&mut self.out);
+        out.push(kind.byte());
+        def.encode(values, &self.context(kind), &mut out);
+        self.out = out;
         self.previous2 = match kind {
             FrameKind::P => self.previous.take(),
             _ => Some(values.to_vec()),
@@ -103,17 +125,10 @@ impl SessionWriter {
             .def(kind)
             .expect("frame type defined in the header");
         assert_eq!(values.len(), def.len(), "one value per field");
-        let ctx = Context {
-            home: (kind == FrameKind::G).then_some(self.home.as_slice()),
-            last_main_time: if kind == FrameKind::G {
-                self.last_main_time
-            } else {
-                0
-            },
-            ..Context::default()
-        };
-        self.out.push(kind.byte());
-        def.encode(values, &ctx, &mut self.out);
+        let mut out = std::mem::take(&mut self.out);
+        out.push(kind.byte());
+        def.encode(values, &self.context(kind), &mut out);
+        self.out = out;
         if kind == FrameKind::H {
             self.home = values.to_vec();
         }
