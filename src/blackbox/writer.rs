@@ -97,15 +97,7 @@ impl SessionWriter {
     /// # Panics
     /// If the header does not define the frame type or `values` has the wrong length.
     pub fn main(&mut self, kind: FrameKind, values: &[i64]) {
-        let def = self
-            .header
-            .def(kind)
-            .expect("frame type defined in the header");
-        assert_eq!(values.len(), def.len(), "one value per field");
-        let mut out = std::mem::take(&mut self.out);
-        out.push(kind.byte());
-        def.encode(values, &self.context(kind), &mut out);
-        self.out = out;
+        self.frame(kind, values);
         self.previous2 = match kind {
             FrameKind::P => self.previous.take(),
             _ => Some(values.to_vec()),
@@ -120,6 +112,14 @@ impl SessionWriter {
     /// # Panics
     /// If the header does not define the frame type or `values` has the wrong length.
     pub fn other(&mut self, kind: FrameKind, values: &[i64]) {
+        self.frame(kind, values);
+        if kind == FrameKind::H {
+            self.home = values.to_vec();
+        }
+    }
+
+    /// Write the type byte and the fields of a data frame, predicted from what was written before.
+    fn frame(&mut self, kind: FrameKind, values: &[i64]) {
         let def = self
             .header
             .def(kind)
@@ -129,9 +129,6 @@ impl SessionWriter {
         out.push(kind.byte());
         def.encode(values, &self.context(kind), &mut out);
         self.out = out;
-        if kind == FrameKind::H {
-            self.home = values.to_vec();
-        }
     }
 
     /// Write an event.
