@@ -160,7 +160,11 @@ impl Layout {
             .filter(|l| {
                 !l.name.starts_with("Field") && l.name != "Product" && l.name != "Data version"
             })
-            .map(|l| (l.offset as usize + 2, (l.end - l.offset) as usize - 3))
+            .map(|l| {
+                // Between the leading `H ` and the newline.
+                let text = l.offset as usize + 2..l.end as usize - 1;
+                (text.start, text.len())
+            })
             .collect();
         Layout {
             ranges,

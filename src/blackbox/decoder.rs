@@ -718,22 +718,15 @@ impl<'a> SessionDecoder<'a> {
     /// What a data frame of `kind` is predicted from.
     fn context(&self, kind: FrameKind) -> Context<'_> {
         let h = &self.history;
-        match kind {
-            FrameKind::P => Context {
-                previous: h.prev.map(|i| h.bufs[i].as_slice()),
-                previous2: h.prev2.map(|i| h.bufs[i].as_slice()),
-                skipped: self
-                    .last_iteration
-                    .map_or(0, |l| self.header.skipped_after(l)),
-                ..Context::default()
-            },
-            FrameKind::G => Context {
-                home: Some(&self.home),
-                last_main_time: h.previous().map_or(0, |p| p[self.time_index]),
-                ..Context::default()
-            },
-            _ => Context::default(),
-        }
+        let slot = |i: Option<usize>| i.map(|i| h.bufs[i].as_slice());
+        Context::of(
+            kind,
+            self.header,
+            (slot(h.prev), slot(h.prev2)),
+            self.last_iteration,
+            &self.home,
+            || h.previous().map_or(0, |p| p[self.time_index]),
+        )
     }
 
     /// Where a data frame of `kind` decodes to.

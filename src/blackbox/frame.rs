@@ -2,7 +2,7 @@
 
 use super::codec::elias::{self, BitWriter};
 use super::codec::{CodecError, CodecErrorKind, CodecResult, Encoding, tag, varint};
-use super::predictor::{Context, Predictor};
+use super::predictor::{Context, Predictor, high_bits, keep_32_bits};
 
 /// Frames are at most this long, type byte included (as in every reference decoder).
 pub const MAX_FRAME_LEN: usize = 256;
@@ -110,7 +110,7 @@ pub struct FrameDef {
     steps: Vec<Step>,
     runs: Vec<Run>,
     /// Per field, the bits above 32 a normalised value keeps from its sign extension: all of
-    /// them for a signed field, none for an unsigned one (see [`fill`]).
+    /// them for a signed field, none for an unsigned one (see [`high_bits`]).
     high_bits: Vec<i64>,
 }
 
@@ -158,10 +158,7 @@ impl FrameDef {
                 }),
             }
         }
-        let high_bits = fields
-            .iter()
-            .map(|f| if f.signed { !0xFFFF_FFFF } else { 0 })
-            .collect();
+        let high_bits = fields.iter().map(|f| high_bits(f.signed)).collect();
         FrameDef {
             kind,
             names,
@@ -416,20 +413,13 @@ fn read_each<'a, T: Into<i64>>(
     Ok(input)
 }
 
-/// Add each prediction to its residual in `values`, and normalise the sums (see
+/// Add each prediction to its residual in `values`, and reduce the sums to 32 bits (see
 /// [`keep_32_bits`]).
 #[inline(always)]
 fn fill(values: &mut [i64], high_bits: &[i64], predictions: impl Iterator<Item = i64>) {
     for ((v, &high), p) in values.iter_mut().zip(high_bits).zip(predictions) {
         *v = keep_32_bits(v.wrapping_add(p), high);
     }
-}
-
-/// [`normalise`](super::predictor::normalise) without a branch: the low 32 bits of `value`, with the sign extension's high
-/// bits where `high_bits` keeps them (a field's entry in [`FrameDef`]'s `high_bits`).
-#[inline(always)]
-fn keep_32_bits(value: i64, high_bits: i64) -> i64 {
-    i64::from(value as u32) | (i64::from(value as i32) & high_bits)
 }
 
 #[inline]

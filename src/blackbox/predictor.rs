@@ -1,5 +1,8 @@
 //! Field predictors: what is subtracted from a value before it is encoded.
 
+use super::frame::FrameKind;
+use super::header::Header;
+
 /// A field predictor with the header constants it needs already resolved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Predictor {
@@ -75,14 +78,54 @@ pub struct Context<'a> {
     pub last_main_time: i64,
 }
 
+impl<'a> Context<'a> {
+    /// What a frame of `kind` is predicted from: for a P frame the last two main frames and the
+    /// iterations the I/P schedule skips after `last_iteration` (that of the last main frame, or
+    /// of a logging-resume event after it); for a G frame the last home and the last main frame's
+    /// time; nothing for the others.
+    #[inline]
+    pub fn of(
+        kind: FrameKind,
+        header: &Header,
+        (previous, previous2): (Option<&'a [i64]>, Option<&'a [i64]>),
+        last_iteration: Option<u32>,
+        home: &'a [i64],
+        last_main_time: impl FnOnce() -> i64,
+    ) -> Context<'a> {
+        match kind {
+            FrameKind::P => Context {
+                previous,
+                previous2,
+                skipped: last_iteration.map_or(0, |l| header.skipped_after(l)),
+                ..Context::default()
+            },
+            FrameKind::G => Context {
+                home: Some(home),
+                last_main_time: last_main_time(),
+                ..Context::default()
+            },
+            _ => Context::default(),
+        }
+    }
+}
+
+/// The bits above 32 a value of a field keeps from its sign extension when reduced to 32 bits:
+/// all of them for a signed field, none for an unsigned one.
+pub fn high_bits(signed: bool) -> i64 {
+    if signed { !0xFFFF_FFFF } else { 0 }
+}
+
+/// Reduce a value to 32 bits without a branch: its low 32 bits, with the sign extension's high
+/// bits where `high_bits` (see [`high_bits`]) keeps them.
+#[inline(always)]
+pub fn keep_32_bits(value: i64, high_bits: i64) -> i64 {
+    i64::from(value as u32) | (i64::from(value as i32) & high_bits)
+}
+
 /// Reduce a value to 32 bits: `i32` range when signed, `u32` range otherwise.
 #[inline]
 pub fn normalise(value: i64, signed: bool) -> i64 {
-    if signed {
-        i64::from(value as i32)
-    } else {
-        i64::from(value as u32)
-    }
+    keep_32_bits(value, high_bits(signed))
 }
 
 impl Predictor {

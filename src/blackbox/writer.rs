@@ -55,22 +55,14 @@ impl SessionWriter {
     /// What the predictors of the next frame of `kind` read: for a P frame the last two main
     /// frames, for a G frame the last home and the last main frame's time.
     pub fn context(&self, kind: FrameKind) -> Context<'_> {
-        match kind {
-            FrameKind::P => Context {
-                previous: self.previous.as_deref(),
-                previous2: self.previous2.as_deref(),
-                skipped: self
-                    .last_iteration
-                    .map_or(0, |l| self.header.skipped_after(l)),
-                ..Context::default()
-            },
-            FrameKind::G => Context {
-                home: Some(&self.home),
-                last_main_time: self.last_main_time,
-                ..Context::default()
-            },
-            _ => Context::default(),
-        }
+        Context::of(
+            kind,
+            &self.header,
+            (self.previous.as_deref(), self.previous2.as_deref()),
+            self.last_iteration,
+            &self.home,
+            || self.last_main_time,
+        )
     }
 
     /// The last main frame written.
