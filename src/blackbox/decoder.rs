@@ -11,7 +11,7 @@ use super::frame::{FrameKind, MAX_FRAME_LEN};
 use super::group::{Group, Item, LineFeedValue};
 use super::header::Header;
 use super::ledger::{self, Layout, Ledger};
-use super::predictor::{Context, Predictor};
+use super::predictor::{Context, MainHistory, Predictor};
 use crate::report::{DamageReason, FrameCounts, RegionKind, SessionReport};
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -99,11 +99,16 @@ pub struct SessionBounds {
 }
 
 /// Main-frame history: the frame being decoded and the two before it, in three reused buffers.
+/// Under thorough validation P frames decode straight into their group instead (see
+/// [`Group::next_main`]); then the group holds the last two main frames.
 struct History {
     bufs: [Vec<i64>; 3],
     cur: usize,
     prev: Option<usize>,
     prev2: Option<usize>,
+    /// The last main frame accepted decoded into the group: the group's last two main frames
+    /// are the history, not the buffers.
+    in_group: bool,
 }
 
 impl History {
@@ -113,6 +118,7 @@ impl History {
             cur: 0,
             prev: None,
             prev2: None,
+            in_group: false,
         }
     }
 
@@ -124,6 +130,7 @@ impl History {
 
     /// After an I frame both history slots hold it.
     fn push_intra(&mut self) {
+        self.in_group = false;
         self.prev = Some(self.cur);
         self.prev2 = Some(self.cur);
         self.cur = self.free_slot();
@@ -136,8 +143,27 @@ impl History {
         self.cur = self.free_slot();
     }
 
-    fn previous(&self) -> Option<&[i64]> {
-        self.prev.map(|i| self.bufs[i].as_slice())
+    /// The last two main frames, when they are in the buffers.
+    fn last_two(&self) -> MainHistory<'_> {
+        let slot = |i: Option<usize>| i.map(|i| self.bufs[i].as_slice());
+        (slot(self.prev), slot(self.prev2))
+    }
+
+    /// Take the last two main frames from the group into the buffers, where they stay when the
+    /// group goes.
+    fn take_from(&mut self, group: &Group) {
+        if !self.in_group {
+            return;
+        }
+        self.in_group = false;
+        let (last, penultimate) = group.last_mains();
+        for (slot, frame) in [(0, last), (1, penultimate)] {
+            self.bufs[slot].clear();
+            self.bufs[slot].extend_from_slice(frame.unwrap_or_default());
+        }
+        self.prev = Some(0);
+        self.prev2 = Some(1);
+        self.cur = 2;
     }
 }
 
@@ -670,12 +696,12 @@ impl<'a> SessionDecoder<'a> {
 
     /// The state after the frame ending at `offset` (see [`State`]).
     fn state(&self, offset: usize) -> State {
-        let h = &self.history;
+        let (previous, previous2) = self.main_history();
         State {
             offset,
             limit: self.limit,
-            previous: h.prev.map(|i| h.bufs[i].clone()),
-            previous2: h.prev2.map(|i| h.bufs[i].clone()),
+            previous: previous.map(<[i64]>::to_vec),
+            previous2: previous2.map(<[i64]>::to_vec),
             home: self.home.clone(),
             home_valid: self.home_valid,
             gps_time_lost: self.gps_time_lost,
@@ -684,7 +710,7 @@ impl<'a> SessionDecoder<'a> {
             last_time: self.last_time,
             loop_time: self.loop_time.map(f64::to_bits),
             scan_gap: self.scan_gap,
-            group: self.group.clone(),
+            group: self.group.snapshot(),
             before: self.before.offset_summary(),
             before_line_feeds: self.before_line_feeds.clone(),
             ledger: self.ledger.state(),
@@ -709,23 +735,47 @@ impl<'a> SessionDecoder<'a> {
             };
         }
         let def = header.def(kind).expect("checked by the caller");
-        let mut out = std::mem::take(self.values_mut(kind));
-        let result = def.decode(body, &self.context(kind), &mut out);
-        *self.values_mut(kind) = out;
+        let result = if self.decodes_in_group(kind) {
+            let (history, out) = self.group.next_main(def.len());
+            def.decode(
+                body,
+                &Context::inter(header, history, self.last_iteration),
+                out,
+            )
+        } else {
+            let mut out = std::mem::take(self.values_mut(kind));
+            let result = def.decode(body, &self.context(kind), &mut out);
+            *self.values_mut(kind) = out;
+            result
+        };
         result.map(|len| (Decoded::Fields, len)).map_err(|e| e.kind)
+    }
+
+    /// Whether a frame of `kind` decodes straight into the group: a P frame in a valid stream
+    /// under thorough validation (an I frame decodes apart, as it may close the group).
+    fn decodes_in_group(&self, kind: FrameKind) -> bool {
+        kind == FrameKind::P && self.stream_valid && self.validation == Validation::Thorough
+    }
+
+    /// The last main frame accepted and the one before it.
+    fn main_history(&self) -> MainHistory<'_> {
+        if self.history.in_group {
+            self.group.last_mains()
+        } else {
+            self.history.last_two()
+        }
     }
 
     /// What a data frame of `kind` is predicted from.
     fn context(&self, kind: FrameKind) -> Context<'_> {
-        let h = &self.history;
-        let slot = |i: Option<usize>| i.map(|i| h.bufs[i].as_slice());
+        let history = self.main_history();
         Context::of(
             kind,
             self.header,
-            (slot(h.prev), slot(h.prev2)),
+            history,
             self.last_iteration,
             &self.home,
-            || h.previous().map_or(0, |p| p[self.time_index]),
+            || history.0.map_or(0, |p| p[self.time_index]),
         )
     }
 
@@ -809,6 +859,9 @@ impl<'a> SessionDecoder<'a> {
     /// The values a data frame of `kind` decoded to.
     fn values(&self, kind: FrameKind) -> &[i64] {
         match kind {
+            FrameKind::P if self.decodes_in_group(kind) => {
+                self.group.next_values(self.main_len(kind))
+            }
             FrameKind::I | FrameKind::P => &self.history.bufs[self.history.cur],
             FrameKind::S => &self.slow,
             FrameKind::H => &self.home_read,
@@ -824,7 +877,7 @@ impl<'a> SessionDecoder<'a> {
         else {
             return false;
         };
-        if (iteration, time) == self.main_values() {
+        if (iteration, time) == self.main_values(kind) {
             return true;
         }
         let leaps = self
@@ -938,25 +991,31 @@ impl<'a> SessionDecoder<'a> {
         }
     }
 
-    fn main_values(&self) -> (u32, u32) {
-        let values = &self.history.bufs[self.history.cur];
+    /// The length of a main frame of `kind`.
+    fn main_len(&self, kind: FrameKind) -> usize {
+        self.header.def(kind).map_or(0, |d| d.len())
+    }
+
+    /// The iteration and time of the main frame of `kind` just decoded.
+    fn main_values(&self, kind: FrameKind) -> (u32, u32) {
+        let values = self.values(kind);
         (
             values[self.iteration_index] as u32,
             values[self.time_index] as u32,
         )
     }
 
-    /// Whether the main frame just decoded holds values its fields can take.
-    fn values_possible(&self) -> bool {
-        let values = &self.history.bufs[self.history.cur];
+    /// Whether the main frame of `kind` just decoded holds values its fields can take.
+    fn values_possible(&self, kind: FrameKind) -> bool {
+        let values = self.values(kind);
         self.value_bounds
             .iter()
             .all(|&(i, bound)| values[i].unsigned_abs() <= bound)
     }
 
     fn complete_intra(&mut self, start: usize, end: usize, sink: &mut impl Sink) {
-        let (iteration, time) = self.main_values();
-        let possible = self.values_possible();
+        let (iteration, time) = self.main_values(FrameKind::I);
+        let possible = self.values_possible(FrameKind::I);
         self.history.push_intra();
         let plausible = match (self.last_iteration, self.last_time) {
             (Some(li), _) if iteration.wrapping_sub(li) >= MAX_ITERATION_JUMP => {
@@ -993,7 +1052,7 @@ impl<'a> SessionDecoder<'a> {
             let resumed = self.group.resumed();
             let offset = joined
                 && !resumed
-                && self.history.previous().is_some_and(|next| {
+                && self.history.last_two().0.is_some_and(|next| {
                     self.group
                         .offset_by_its_i_frame(&self.before, next, &self.offset_fields)
                 });
@@ -1014,7 +1073,7 @@ impl<'a> SessionDecoder<'a> {
                 self.group.drifted();
             }
             let trusted = !offset && (joined || self.group.trusted_without_join());
-            let next = self.history.previous().filter(|_| joined && !resumed);
+            let next = self.history.last_two().0.filter(|_| joined && !resumed);
             let untrusted =
                 self.group
                     .first_untrusted(&self.before_line_feeds, next, &self.p_predictors);
@@ -1046,7 +1105,7 @@ impl<'a> SessionDecoder<'a> {
         if !self.stream_valid {
             return self.reject(DamageReason::StalePFrame);
         }
-        let (iteration, time) = self.main_values();
+        let (iteration, time) = self.main_values(FrameKind::P);
         let implausible = match (self.last_iteration, self.last_time) {
             (Some(li), _) if iteration.wrapping_sub(li) > MAX_ITERATION_JUMP => {
                 Some(DamageReason::ImplausibleIteration)
@@ -1059,14 +1118,16 @@ impl<'a> SessionDecoder<'a> {
             {
                 Some(DamageReason::ImplausibleTime)
             }
-            _ if !self.values_possible() => Some(DamageReason::ImplausibleValue),
+            _ if !self.values_possible(FrameKind::P) => Some(DamageReason::ImplausibleValue),
             _ => None,
         };
         if let Some(reason) = implausible {
             return self.reject(reason);
         }
         self.learn_loop_time(iteration, time);
-        self.history.push_inter();
+        if !self.decodes_in_group(FrameKind::P) {
+            self.history.push_inter();
+        }
         self.last_iteration = Some(iteration);
         self.last_time = Some(time);
         self.accept_main(FrameKind::P, start, end, sink);
@@ -1074,8 +1135,7 @@ impl<'a> SessionDecoder<'a> {
 
     fn accept_main(&mut self, kind: FrameKind, start: usize, end: usize, sink: &mut impl Sink) {
         self.gps_time_lost = false;
-        let values = std::mem::take(&mut self.history.bufs[self.history.prev.expect("pushed")]);
-        let item = Item {
+        let mut item = Item {
             kind,
             start,
             end,
@@ -1083,6 +1143,14 @@ impl<'a> SessionDecoder<'a> {
             values: 0..0,
             event: None,
         };
+        if self.decodes_in_group(kind) {
+            // Decoded in place: hold it where it is.
+            item.gap = self.scan_gap.take();
+            self.group.push_next(item, self.main_len(kind));
+            self.history.in_group = true;
+            return;
+        }
+        let values = std::mem::take(&mut self.history.bufs[self.history.prev.expect("pushed")]);
         self.accept(item, &values, sink);
         let prev = self.history.prev.expect("pushed");
         self.history.bufs[prev] = values;
@@ -1114,6 +1182,8 @@ impl<'a> SessionDecoder<'a> {
                 self.group.drifted();
             }
             self.stream_valid = false;
+            // P frames are stale from here on, but still decode from the last main frames.
+            self.history.take_from(&self.group);
             // A GPS home frame may have been lost here: G frames wait for the next one, or for
             // one that continues their track; and for the next main frame.
             if self.validation == Validation::Thorough {
@@ -1222,12 +1292,7 @@ fn commit_group(
         if trusted && main && !trust {
             ledger.note_gap(reason);
         }
-        ledger.commit(
-            item,
-            &group.values[item.values.clone()],
-            !main || trust,
-            sink,
-        );
+        ledger.commit(item, group.values(item), !main || trust, sink);
     }
 }
 

@@ -14,7 +14,7 @@
 
 use super::event::Event;
 use super::frame::FrameKind;
-use super::predictor::Predictor;
+use super::predictor::{MainHistory, Predictor};
 use crate::report::DamageReason;
 use std::ops::Range;
 
@@ -100,7 +100,11 @@ impl Joins<'_> {
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Group {
     pub items: Vec<Item>,
-    pub values: Vec<i64>,
+    /// The held frames' values, then room the next main frame decodes into: only the first
+    /// `held` are the group's (the rest is reused, so holding a frame neither allocates nor
+    /// clears memory).
+    values: Vec<i64>,
+    held: usize,
     /// Main frames held.
     mains: usize,
     /// Whether the I frame followed the previous group's last main frame without a break.
@@ -109,14 +113,21 @@ pub struct Group {
     anchor: bool,
     /// Whether the frames after the group's held ones failed the iteration or time checks.
     drifted: bool,
-    /// Where the first and last main frames' values are in `values`.
+    /// Where the first, last and last-but-one main frames' values are in `values`.
     first_main: Option<Range<usize>>,
     last_main: Option<Range<usize>>,
+    penultimate_main: Option<Range<usize>>,
     /// Values of held main frames that carriage returns would change, with the item holding them.
     line_feeds: Vec<(usize, LineFeedValue)>,
 }
 
 impl Group {
+    /// The last two main frames held (the last twice after the I frame alone): what the next P
+    /// frame is predicted from.
+    pub fn last_mains(&self) -> MainHistory<'_> {
+        last_two(&self.values, &self.last_main, &self.penultimate_main)
+    }
+
     /// Whether a group is open (an I frame started it).
     pub fn is_open(&self) -> bool {
         self.mains > 0
@@ -128,17 +139,52 @@ impl Group {
     }
 
     /// Hold a frame.
-    pub fn push(&mut self, mut item: Item, values: &[i64]) {
-        let start = self.values.len();
-        self.values.extend_from_slice(values);
-        let range = start..self.values.len();
+    pub fn push(&mut self, item: Item, values: &[i64]) {
+        self.next_main(values.len()).1.copy_from_slice(values);
+        self.push_next(item, values.len());
+    }
+
+    /// What the next P frame is predicted from (see [`Group::last_mains`]), and room for its
+    /// `len` values after those held (see [`Group::push_next`]).
+    pub fn next_main(&mut self, len: usize) -> (MainHistory<'_>, &mut [i64]) {
+        let end = self.held + len;
+        if self.values.len() < end {
+            self.values.resize(end, 0);
+        }
+        let (held, room) = self.values.split_at_mut(self.held);
+        let history = last_two(held, &self.last_main, &self.penultimate_main);
+        (history, &mut room[..len])
+    }
+
+    /// The values of the frame decoded into the room [`Group::next_main`] gave.
+    pub fn next_values(&self, len: usize) -> &[i64] {
+        &self.values[self.held..self.held + len]
+    }
+
+    /// Hold a frame whose `len` values were decoded into the room [`Group::next_main`] gave.
+    pub fn push_next(&mut self, mut item: Item, len: usize) {
+        let range = self.held..self.held + len;
+        self.held = range.end;
         item.values = range.clone();
         if matches!(item.kind, FrameKind::I | FrameKind::P) {
             self.mains += 1;
             self.first_main.get_or_insert(range.clone());
-            self.last_main = Some(range);
+            self.penultimate_main = self.last_main.replace(range);
         }
         self.items.push(item);
+    }
+
+    /// The values of a held item.
+    pub fn values(&self, item: &Item) -> &[i64] {
+        &self.values[item.values.clone()]
+    }
+
+    /// The group as it stands, without the room after the held values: two groups that hold the
+    /// same are equal.
+    pub fn snapshot(&self) -> Group {
+        let mut group = self.clone();
+        group.values.truncate(self.held);
+        group
     }
 
     /// Whether the group can be trusted when no clean I frame follows it (damage came next, or
@@ -218,7 +264,7 @@ impl Group {
         self.items
             .iter()
             .filter(|i| matches!(i.kind, FrameKind::I | FrameKind::P))
-            .map(|i| &self.values[i.values.clone()])
+            .map(|i| self.values(i))
     }
 
     /// Whether a logging-resume event is held: frames went unlogged before the next I frame.
@@ -350,7 +396,7 @@ impl Group {
     ) -> (f64, f64, usize) {
         let main = |i: usize| {
             let it = &self.items[i];
-            matches!(it.kind, FrameKind::I | FrameKind::P).then(|| &self.values[it.values.clone()])
+            matches!(it.kind, FrameKind::I | FrameKind::P).then(|| self.values(it))
         };
         let intra = self.items[item].kind == FrameKind::I;
         let previous = (0..item)
@@ -405,15 +451,28 @@ impl Group {
     /// Forget what is held, keeping the buffers.
     pub fn clear(&mut self) {
         self.items.clear();
-        self.values.clear();
+        self.held = 0;
         self.mains = 0;
         self.first_main = None;
         self.last_main = None;
+        self.penultimate_main = None;
         self.line_feeds.clear();
         self.drifted = false;
         self.joined = false;
         self.anchor = false;
     }
+}
+
+/// The frames at `last` and `penultimate` in `values`, the last standing for both when it is
+/// alone.
+fn last_two<'a>(
+    values: &'a [i64],
+    last: &Option<Range<usize>>,
+    penultimate: &Option<Range<usize>>,
+) -> MainHistory<'a> {
+    let frame = |r: &Option<Range<usize>>| r.clone().map(|r| &values[r]);
+    let last = frame(last);
+    (last, frame(penultimate).or(last))
 }
 
 #[cfg(test)]
@@ -445,6 +504,49 @@ mod tests {
             }
         }
         group
+    }
+
+    fn main_item(kind: FrameKind) -> Item {
+        Item {
+            kind,
+            start: 0,
+            end: 0,
+            gap: None,
+            values: 0..0,
+            event: None,
+        }
+    }
+
+    #[test]
+    fn a_p_frame_decoded_in_place_reads_and_joins_the_last_two_main_frames() {
+        let mut g = Group::default();
+        g.push(main_item(FrameKind::I), &[1, 10]);
+        assert_eq!(g.last_mains(), (Some(&[1, 10][..]), Some(&[1, 10][..])));
+        let (history, room) = g.next_main(2);
+        assert_eq!(history, (Some(&[1, 10][..]), Some(&[1, 10][..])));
+        room.copy_from_slice(&[2, 20]);
+        assert_eq!(g.next_values(2), [2, 20]);
+        g.push_next(main_item(FrameKind::P), 2);
+        assert_eq!(g.last_mains(), (Some(&[2, 20][..]), Some(&[1, 10][..])));
+        g.push(main_item(FrameKind::P), &[3, 30]);
+        assert_eq!(g.last_mains(), (Some(&[3, 30][..]), Some(&[2, 20][..])));
+        let held: Vec<_> = g.items.iter().map(|i| g.values(i).to_vec()).collect();
+        assert_eq!(held, [[1, 10], [2, 20], [3, 30]]);
+    }
+
+    #[test]
+    fn snapshots_of_groups_holding_the_same_are_equal_whatever_their_room_held() {
+        let mut used = Group::default();
+        used.push(main_item(FrameKind::I), &[1, 10]);
+        used.push(main_item(FrameKind::P), &[2, 20]);
+        used.next_main(2).1.copy_from_slice(&[9, 90]);
+        used.clear();
+        used.push(main_item(FrameKind::I), &[5, 50]);
+        let mut fresh = Group::default();
+        fresh.push(main_item(FrameKind::I), &[5, 50]);
+        assert_eq!(used.snapshot(), fresh.snapshot());
+        fresh.push(main_item(FrameKind::P), &[6, 60]);
+        assert_ne!(used.snapshot(), fresh.snapshot());
     }
 
     #[test]

@@ -63,6 +63,10 @@ impl Predictor {
     }
 }
 
+/// The last main frame and the one before it (the same frame right after an I frame): what a P
+/// frame is predicted from.
+pub type MainHistory<'a> = (Option<&'a [i64]>, Option<&'a [i64]>);
+
 /// What a prediction may draw on besides the frame being decoded.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Context<'a> {
@@ -79,6 +83,22 @@ pub struct Context<'a> {
 }
 
 impl<'a> Context<'a> {
+    /// What a P frame is predicted from: the last two main frames, and the iterations the I/P
+    /// schedule skips after `last_iteration`.
+    #[inline]
+    pub fn inter(
+        header: &Header,
+        (previous, previous2): MainHistory<'a>,
+        last_iteration: Option<u32>,
+    ) -> Context<'a> {
+        Context {
+            previous,
+            previous2,
+            skipped: last_iteration.map_or(0, |l| header.skipped_after(l)),
+            ..Context::default()
+        }
+    }
+
     /// What a frame of `kind` is predicted from: for a P frame the last two main frames and the
     /// iterations the I/P schedule skips after `last_iteration` (that of the last main frame, or
     /// of a logging-resume event after it); for a G frame the last home and the last main frame's
@@ -87,18 +107,13 @@ impl<'a> Context<'a> {
     pub fn of(
         kind: FrameKind,
         header: &Header,
-        (previous, previous2): (Option<&'a [i64]>, Option<&'a [i64]>),
+        (previous, previous2): MainHistory<'a>,
         last_iteration: Option<u32>,
         home: &'a [i64],
         last_main_time: impl FnOnce() -> i64,
     ) -> Context<'a> {
         match kind {
-            FrameKind::P => Context {
-                previous,
-                previous2,
-                skipped: last_iteration.map_or(0, |l| header.skipped_after(l)),
-                ..Context::default()
-            },
+            FrameKind::P => Context::inter(header, (previous, previous2), last_iteration),
             FrameKind::G => Context {
                 home: Some(home),
                 last_main_time: last_main_time(),
