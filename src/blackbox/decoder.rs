@@ -753,6 +753,7 @@ impl<'a> SessionDecoder<'a> {
 
     /// Whether a frame of `kind` decodes straight into the group: a P frame in a valid stream
     /// under thorough validation (an I frame decodes apart, as it may close the group).
+    #[inline]
     fn decodes_in_group(&self, kind: FrameKind) -> bool {
         kind == FrameKind::P && self.stream_valid && self.validation == Validation::Thorough
     }
@@ -857,6 +858,7 @@ impl<'a> SessionDecoder<'a> {
     }
 
     /// The values a data frame of `kind` decoded to.
+    #[inline]
     fn values(&self, kind: FrameKind) -> &[i64] {
         match kind {
             FrameKind::P if self.decodes_in_group(kind) => {
@@ -992,11 +994,13 @@ impl<'a> SessionDecoder<'a> {
     }
 
     /// The length of a main frame of `kind`.
+    #[inline]
     fn main_len(&self, kind: FrameKind) -> usize {
         self.header.def(kind).map_or(0, |d| d.len())
     }
 
     /// The iteration and time of the main frame of `kind` just decoded.
+    #[inline]
     fn main_values(&self, kind: FrameKind) -> (u32, u32) {
         let values = self.values(kind);
         (
@@ -1006,6 +1010,7 @@ impl<'a> SessionDecoder<'a> {
     }
 
     /// Whether the main frame of `kind` just decoded holds values its fields can take.
+    #[inline]
     fn values_possible(&self, kind: FrameKind) -> bool {
         let values = self.values(kind);
         self.value_bounds

@@ -124,6 +124,7 @@ pub struct Group {
 impl Group {
     /// The last two main frames held (the last twice after the I frame alone): what the next P
     /// frame is predicted from.
+    #[inline]
     pub fn last_mains(&self) -> MainHistory<'_> {
         last_two(&self.values, &self.last_main, &self.penultimate_main)
     }
@@ -146,6 +147,7 @@ impl Group {
 
     /// What the next P frame is predicted from (see [`Group::last_mains`]), and room for its
     /// `len` values after those held (see [`Group::push_next`]).
+    #[inline]
     pub fn next_main(&mut self, len: usize) -> (MainHistory<'_>, &mut [i64]) {
         let end = self.held + len;
         if self.values.len() < end {
@@ -157,11 +159,13 @@ impl Group {
     }
 
     /// The values of the frame decoded into the room [`Group::next_main`] gave.
+    #[inline]
     pub fn next_values(&self, len: usize) -> &[i64] {
         &self.values[self.held..self.held + len]
     }
 
     /// Hold a frame whose `len` values were decoded into the room [`Group::next_main`] gave.
+    #[inline]
     pub fn push_next(&mut self, mut item: Item, len: usize) {
         let range = self.held..self.held + len;
         self.held = range.end;
@@ -465,6 +469,7 @@ impl Group {
 
 /// The frames at `last` and `penultimate` in `values`, the last standing for both when it is
 /// alone.
+#[inline]
 fn last_two<'a>(
     values: &'a [i64],
     last: &Option<Range<usize>>,
