@@ -99,8 +99,8 @@ pub struct SessionBounds {
 }
 
 /// Main-frame history: the frame being decoded and the two before it, in three reused buffers.
-/// Under thorough validation P frames decode straight into their group instead (see
-/// [`Group::next_main`]); then the group holds the last two main frames.
+/// Under thorough validation the P frames of a valid stream decode straight into their group
+/// instead (see [`Group::next_main`]); then the group holds the last two main frames.
 struct History {
     bufs: [Vec<i64>; 3],
     cur: usize,

@@ -141,21 +141,28 @@ impl Group {
 
     /// Hold a frame.
     pub fn push(&mut self, item: Item, values: &[i64]) {
-        self.next_main(values.len()).1.copy_from_slice(values);
+        self.room(values.len()).1.copy_from_slice(values);
         self.push_next(item, values.len());
+    }
+
+    /// The held values, and room for `len` more after them.
+    #[inline]
+    fn room(&mut self, len: usize) -> (&[i64], &mut [i64]) {
+        let end = self.held + len;
+        if self.values.len() < end {
+            self.values.resize(end, 0);
+        }
+        let (held, room) = self.values.split_at_mut(self.held);
+        (held, &mut room[..len])
     }
 
     /// What the next P frame is predicted from (see [`Group::last_mains`]), and room for its
     /// `len` values after those held (see [`Group::push_next`]).
     #[inline]
     pub fn next_main(&mut self, len: usize) -> (MainHistory<'_>, &mut [i64]) {
-        let end = self.held + len;
-        if self.values.len() < end {
-            self.values.resize(end, 0);
-        }
-        let (held, room) = self.values.split_at_mut(self.held);
-        let history = last_two(held, &self.last_main, &self.penultimate_main);
-        (history, &mut room[..len])
+        let (last, penultimate) = (self.last_main.clone(), self.penultimate_main.clone());
+        let (held, room) = self.room(len);
+        (last_two(held, &last, &penultimate), room)
     }
 
     /// The values of the frame decoded into the room [`Group::next_main`] gave.
