@@ -399,7 +399,7 @@ pub struct SessionDecoder<'a> {
     /// Scratch space for reading a frame with a line feed replaced.
     alternative_body: Vec<u8>,
     alternative_values: Vec<i64>,
-    /// The P frame's predictor of each main field.
+    /// The P frame's predictor of each main field (so also the P frame's length).
     p_predictors: Vec<Predictor>,
     iteration_index: usize,
     time_index: usize,
@@ -862,7 +862,7 @@ impl<'a> SessionDecoder<'a> {
     fn values(&self, kind: FrameKind) -> &[i64] {
         match kind {
             FrameKind::P if self.decodes_in_group(kind) => {
-                self.group.next_values(self.main_len(kind))
+                self.group.next_values(self.p_predictors.len())
             }
             FrameKind::I | FrameKind::P => &self.history.bufs[self.history.cur],
             FrameKind::S => &self.slow,
@@ -991,12 +991,6 @@ impl<'a> SessionDecoder<'a> {
                 });
             }
         }
-    }
-
-    /// The length of a main frame of `kind`.
-    #[inline]
-    fn main_len(&self, kind: FrameKind) -> usize {
-        self.header.def(kind).map_or(0, |d| d.len())
     }
 
     /// The iteration and time of the main frame of `kind` just decoded.
@@ -1151,7 +1145,7 @@ impl<'a> SessionDecoder<'a> {
         if self.decodes_in_group(kind) {
             // Decoded in place: hold it where it is.
             item.gap = self.scan_gap.take();
-            self.group.push_next(item, self.main_len(kind));
+            self.group.push_next(item, self.p_predictors.len());
             self.history.in_group = true;
             return;
         }

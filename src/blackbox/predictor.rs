@@ -107,13 +107,13 @@ impl<'a> Context<'a> {
     pub fn of(
         kind: FrameKind,
         header: &Header,
-        (previous, previous2): MainHistory<'a>,
+        history: MainHistory<'a>,
         last_iteration: Option<u32>,
         home: &'a [i64],
         last_main_time: impl FnOnce() -> i64,
     ) -> Context<'a> {
         match kind {
-            FrameKind::P => Context::inter(header, (previous, previous2), last_iteration),
+            FrameKind::P => Context::inter(header, history, last_iteration),
             FrameKind::G => Context {
                 home: Some(home),
                 last_main_time: last_main_time(),
