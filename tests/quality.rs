@@ -329,8 +329,12 @@ fn recovery_quality_per_damage_model() {
                     99.0
                 };
                 assert!(local >= least, "{name}: localisation {local:.2} %");
-                // Whole blocks or seconds lost: every frame after them is in step or refused.
-                if matches!(model, Model::LostBlocks | Model::LongDropout) {
+                // Whole blocks or seconds lost, or runs of bytes: every frame after them is in
+                // step or refused.
+                if matches!(
+                    model,
+                    Model::LostBlocks | Model::LongDropout | Model::DropRuns
+                ) {
                     assert_eq!(ours, 0, "{name}: wrong or bogus frames");
                 }
             }

@@ -113,3 +113,30 @@ fn a_group_after_a_logging_pause_is_not_compared_with_the_frames_before_it() {
     let (_, report) = decode(&paused);
     assert!(report.is_clean(), "{:?}", report.corrupt_spans);
 }
+
+#[test]
+fn a_shifted_group_right_after_damage_is_compared_with_the_last_trusted_group_before_it() {
+    let field = gyro_x();
+    // Two bytes dropped from the last P frame before the 5th group: its I frame follows damage.
+    let drop_before = |data: Vec<u8>, at: usize| [&data[..at - 3], &data[at - 1..]].concat();
+    let (clean, range) = rewrite(5, field, 0, false);
+    let (_, report) = decode(&drop_before(clean, range.start));
+    assert_eq!(report.corrupt_spans.len(), 1, "{:?}", report.corrupt_spans);
+    let damage = report.corrupt_spans[0].clone();
+    assert!(damage.end as usize <= range.start - 2, "{damage:?}");
+
+    let (shifted, range) = rewrite(5, field, 20_000, false);
+    let (records, report) = decode(&drop_before(shifted, range.start));
+    // The group joins the damage before it: one span, from where the damage starts.
+    assert_eq!(report.corrupt_spans.len(), 1, "{:?}", report.corrupt_spans);
+    let span = &report.corrupt_spans[0];
+    assert_eq!(
+        (span.start, span.end as usize, span.reason),
+        (damage.start, range.end - 2, damage.reason)
+    );
+    assert_eq!(span.frames_lost, damage.frames_lost + 32);
+    assert!(records.0.iter().all(|r| match r {
+        Record::Frame(FrameKind::I | FrameKind::P, v) => v[field].abs() < 10_000,
+        _ => true,
+    }));
+}

@@ -290,14 +290,13 @@ impl Group {
         self.last_main.clone().map(|r| &self.values[r])
     }
 
-    /// Whether one field of the group's I frame is offset from both its neighbours (for a group
-    /// whose I frame joined the previous one): it steps from `before` (the previous trusted
-    /// group) by more than [`OFFSET_FACTOR`] times the largest change inside either group, and the
+    /// Whether one field of the group's I frame is offset from both its neighbours: it steps from
+    /// `before` (the last trusted group: the one right before, or the last before damage) by more
+    /// than [`OFFSET_FACTOR`] times the largest change inside either group, and the
     /// step to `next` (the next I frame) takes it back to within a quarter. Only fields marked in
     /// `checked` are compared, and only groups of [`MIN_MAINS_FOR_OFFSET`] main frames or more.
     pub fn offset_by_its_i_frame(&self, before: &Group, next: &[i64], checked: &[bool]) -> bool {
-        if !self.joined || self.mains < MIN_MAINS_FOR_OFFSET || before.mains < MIN_MAINS_FOR_OFFSET
-        {
+        if self.mains < MIN_MAINS_FOR_OFFSET || before.mains < MIN_MAINS_FOR_OFFSET {
             return false;
         }
         let (Some(first), Some(last), Some(before_last)) = (
