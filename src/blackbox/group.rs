@@ -451,6 +451,39 @@ impl Group {
         (read, other, steps)
     }
 
+    /// Where the item held last starts, if it is a main frame ending at `end`.
+    pub fn main_ending_at(&self, end: usize) -> Option<usize> {
+        self.items
+            .last()
+            .filter(|i| i.end == end && matches!(i.kind, FrameKind::I | FrameKind::P))
+            .map(|i| i.start)
+    }
+
+    /// Let go of the item held last: its bytes join the damage after it.
+    pub fn let_go_of_last(&mut self) {
+        let Some(last) = self.items.pop() else {
+            return;
+        };
+        let item = self.items.len();
+        self.held = last.values.start;
+        if !matches!(last.kind, FrameKind::I | FrameKind::P) {
+            return;
+        }
+        self.mains -= 1;
+        self.line_feeds.retain(|&(i, _)| i != item);
+        let mut mains = self
+            .items
+            .iter()
+            .filter(|i| matches!(i.kind, FrameKind::I | FrameKind::P))
+            .map(|i| i.values.clone());
+        let first = mains.next();
+        let mut later = mains.rev();
+        let (last, penultimate) = (later.next(), later.next());
+        self.penultimate_main = last.as_ref().and(penultimate.or_else(|| first.clone()));
+        self.last_main = last.or_else(|| first.clone());
+        self.first_main = first;
+    }
+
     /// Forget what is held (keeping the buffers) and start a group at an I frame.
     pub fn restart(&mut self, joined: bool, anchor: bool) {
         self.clear();
@@ -543,6 +576,30 @@ mod tests {
         assert_eq!(g.last_mains(), (Some(&[3, 30][..]), Some(&[2, 20][..])));
         let held: Vec<_> = g.items.iter().map(|i| g.values(i).to_vec()).collect();
         assert_eq!(held, [[1, 10], [2, 20], [3, 30]]);
+    }
+
+    #[test]
+    fn letting_go_of_the_last_main_frame_leaves_the_group_as_it_was_before_it() {
+        let mut g = Group::default();
+        g.push(main_item(FrameKind::I), &[1, 10]);
+        let after_i = g.snapshot();
+        g.push(main_item(FrameKind::P), &[2, 20]);
+        let after_p = g.snapshot();
+        g.push(main_item(FrameKind::P), &[3, 30]);
+        assert_eq!(g.main_ending_at(0), Some(0));
+        assert_eq!(g.main_ending_at(1), None);
+        g.let_go_of_last();
+        assert_eq!(g.snapshot(), after_p);
+        assert_eq!(g.last_mains(), (Some(&[2, 20][..]), Some(&[1, 10][..])));
+        g.let_go_of_last();
+        assert_eq!(g.snapshot(), after_i);
+        assert_eq!(g.last_mains(), (Some(&[1, 10][..]), Some(&[1, 10][..])));
+        g.let_go_of_last();
+        assert!(!g.is_open() && g.is_empty());
+        // An S frame held last is no main frame to let go of.
+        g.push(main_item(FrameKind::I), &[1, 10]);
+        g.push(main_item(FrameKind::S), &[7]);
+        assert_eq!(g.main_ending_at(0), None);
     }
 
     #[test]
