@@ -1186,15 +1186,16 @@ impl<'a> SessionDecoder<'a> {
             self.stream_valid = false;
             // P frames are stale from here on, but still decode from the last main frames.
             self.history.take_from(&self.group);
-            // The frame before may have read a byte too many or too few and still ended on a
-            // frame-type byte: damage can start inside it.
-            // (In a text-mode copy, only a frame holding a line feed can hold damage.)
+            // The P frame before may have read a byte too many or too few and still ended on a
+            // frame-type byte: damage can start inside it. (An I frame stays: the group before
+            // may rest on it. In a text-mode copy, only a frame holding a line feed can hold
+            // damage.)
             if misplaced
                 && self.validation == Validation::Thorough
-                && let Some(start) = self.group.main_ending_at(at)
+                && let Some(start) = self.group.p_frame_ending_at(at)
                 && (!self.newline_converted || self.file[start..at].contains(&b'\n'))
             {
-                self.group.let_go_of_last();
+                self.group.let_go_of_last_p_frame();
             }
             // A GPS home frame may have been lost here: G frames wait for the next one, or for
             // one that continues their track; and for the next main frame.

@@ -451,37 +451,32 @@ impl Group {
         (read, other, steps)
     }
 
-    /// Where the item held last starts, if it is a main frame ending at `end`.
-    pub fn main_ending_at(&self, end: usize) -> Option<usize> {
+    /// Where the item held last starts, if it is a P frame ending at `end`.
+    pub fn p_frame_ending_at(&self, end: usize) -> Option<usize> {
         self.items
             .last()
-            .filter(|i| i.end == end && matches!(i.kind, FrameKind::I | FrameKind::P))
+            .filter(|i| i.end == end && i.kind == FrameKind::P)
             .map(|i| i.start)
     }
 
-    /// Let go of the item held last: its bytes join the damage after it.
-    pub fn let_go_of_last(&mut self) {
-        let Some(last) = self.items.pop() else {
+    /// Let go of the item held last if it is a P frame: its bytes join the damage after it, and
+    /// the main frames before it are what the next P frame is predicted from.
+    pub fn let_go_of_last_p_frame(&mut self) {
+        let Some(last) = self.items.pop_if(|i| i.kind == FrameKind::P) else {
             return;
         };
         let item = self.items.len();
         self.held = last.values.start;
-        if !matches!(last.kind, FrameKind::I | FrameKind::P) {
-            return;
-        }
         self.mains -= 1;
         self.line_feeds.retain(|&(i, _)| i != item);
-        let mut mains = self
+        let mut earlier = self
             .items
             .iter()
+            .rev()
             .filter(|i| matches!(i.kind, FrameKind::I | FrameKind::P))
             .map(|i| i.values.clone());
-        let first = mains.next();
-        let mut later = mains.rev();
-        let (last, penultimate) = (later.next(), later.next());
-        self.penultimate_main = last.as_ref().and(penultimate.or_else(|| first.clone()));
-        self.last_main = last.or_else(|| first.clone());
-        self.first_main = first;
+        self.last_main = earlier.next();
+        self.penultimate_main = earlier.next();
     }
 
     /// Forget what is held (keeping the buffers) and start a group at an I frame.
@@ -579,27 +574,28 @@ mod tests {
     }
 
     #[test]
-    fn letting_go_of_the_last_main_frame_leaves_the_group_as_it_was_before_it() {
+    fn letting_go_of_the_last_p_frame_leaves_the_group_as_it_was_before_it() {
         let mut g = Group::default();
         g.push(main_item(FrameKind::I), &[1, 10]);
         let after_i = g.snapshot();
         g.push(main_item(FrameKind::P), &[2, 20]);
         let after_p = g.snapshot();
         g.push(main_item(FrameKind::P), &[3, 30]);
-        assert_eq!(g.main_ending_at(0), Some(0));
-        assert_eq!(g.main_ending_at(1), None);
-        g.let_go_of_last();
+        assert_eq!(g.p_frame_ending_at(0), Some(0));
+        assert_eq!(g.p_frame_ending_at(1), None);
+        g.let_go_of_last_p_frame();
         assert_eq!(g.snapshot(), after_p);
         assert_eq!(g.last_mains(), (Some(&[2, 20][..]), Some(&[1, 10][..])));
-        g.let_go_of_last();
+        g.let_go_of_last_p_frame();
         assert_eq!(g.snapshot(), after_i);
         assert_eq!(g.last_mains(), (Some(&[1, 10][..]), Some(&[1, 10][..])));
-        g.let_go_of_last();
-        assert!(!g.is_open() && g.is_empty());
-        // An S frame held last is no main frame to let go of.
-        g.push(main_item(FrameKind::I), &[1, 10]);
+        // The I frame stays: the group before may rest on it.
+        assert_eq!(g.p_frame_ending_at(0), None);
+        g.let_go_of_last_p_frame();
+        assert_eq!(g.snapshot(), after_i);
+        // So does an S frame held last.
         g.push(main_item(FrameKind::S), &[7]);
-        assert_eq!(g.main_ending_at(0), None);
+        assert_eq!(g.p_frame_ending_at(0), None);
     }
 
     #[test]
