@@ -56,17 +56,6 @@ pub enum DamageReason {
 }
 
 impl DamageReason {
-    /// Whether the reason says the bytes where a frame was looked for do not read as a frame in
-    /// step: right after a frame, that frame may have ended in the wrong place.
-    pub fn misplaces_frames(self) -> bool {
-        matches!(
-            self,
-            DamageReason::FrameRejectedNextByte
-                | DamageReason::FrameTooLong
-                | DamageReason::BadEncoding
-        )
-    }
-
     /// The reason as written in reports.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -559,7 +559,7 @@ impl<'a> SessionDecoder<'a> {
             let start = pos;
             let byte = self.file[start];
             let Some(kind) = FrameKind::from_byte(byte) else {
-                self.reject(start, DamageReason::Garbage);
+                self.reject(DamageReason::Garbage);
                 pos += 1;
                 continue;
             };
@@ -569,7 +569,7 @@ impl<'a> SessionDecoder<'a> {
                 } else {
                     DamageReason::HeaderDamaged
                 };
-                self.reject(start, reason);
+                self.reject(reason);
                 pos += 1;
                 continue;
             }
@@ -578,14 +578,16 @@ impl<'a> SessionDecoder<'a> {
             let (decoded, len) = match self.decode(kind, body) {
                 Ok(ok) => ok,
                 Err(kind) => {
-                    let reason = match kind {
+                    match kind {
+                        // A frame cut by the end of the data says nothing of the one before.
                         CodecErrorKind::Eof if body_end == self.bounds.end => {
-                            DamageReason::Truncated
+                            self.reject(DamageReason::Truncated)
                         }
-                        CodecErrorKind::Eof => DamageReason::FrameTooLong,
-                        _ => DamageReason::BadEncoding,
-                    };
-                    self.reject(start, reason);
+                        CodecErrorKind::Eof => {
+                            self.reject_undecodable(start, DamageReason::FrameTooLong)
+                        }
+                        _ => self.reject_undecodable(start, DamageReason::BadEncoding),
+                    }
                     pos += 1;
                     continue;
                 }
@@ -594,7 +596,7 @@ impl<'a> SessionDecoder<'a> {
             // A log-end event ends the session: whatever follows is not log data.
             let log_end = matches!(decoded, Decoded::Event(Event::LogEnd { .. }));
             if !log_end && !self.starts_frame_or_ends(next) {
-                self.reject(start, DamageReason::FrameRejectedNextByte);
+                self.reject_undecodable(start, DamageReason::FrameRejectedNextByte);
                 pos += 1;
                 continue;
             }
@@ -613,7 +615,7 @@ impl<'a> SessionDecoder<'a> {
                 continue;
             }
             if line_feeds == LineFeeds::Unreadable {
-                self.reject(start, DamageReason::NewlineConverted);
+                self.reject(DamageReason::NewlineConverted);
                 pos = next;
                 continue;
             }
@@ -925,13 +927,11 @@ impl<'a> SessionDecoder<'a> {
                 self.home = home;
             }
             // Its time is predicted from the main frame before it, which damage may have taken.
-            (FrameKind::G, _) if self.gps_time_lost => {
-                self.reject(start, DamageReason::StalePFrame)
-            }
+            (FrameKind::G, _) if self.gps_time_lost => self.reject(DamageReason::StalePFrame),
             (FrameKind::G, _) if !self.home_valid && !self.gps_continues_track() => {
                 // The track is broken: later GPS frames wait for the next home.
                 self.gps_fix = None;
-                self.reject(start, DamageReason::NoGpsHome)
+                self.reject(DamageReason::NoGpsHome)
             }
             (FrameKind::G, _) => {
                 self.home_valid = true;
@@ -951,7 +951,7 @@ impl<'a> SessionDecoder<'a> {
                 }
                 self.accept(item(Some(event)), &[], sink);
             }
-            (FrameKind::E, _) => self.reject(start, DamageReason::UnknownEvent),
+            (FrameKind::E, _) => self.reject(DamageReason::UnknownEvent),
         }
     }
 
@@ -1028,22 +1028,22 @@ impl<'a> SessionDecoder<'a> {
             _ => Ok(()),
         };
         let anchor = match (self.validation, plausible) {
-            (Validation::Reference, Err(reason)) => return self.reject(start, reason),
+            (Validation::Reference, Err(reason)) => return self.reject(reason),
             (Validation::Reference, Ok(())) => false,
             (Validation::Thorough, _) if iteration % self.header.i_interval != 0 => {
-                return self.reject(start, DamageReason::ImplausibleIteration);
+                return self.reject(DamageReason::ImplausibleIteration);
             }
             (Validation::Thorough, _) if !self.timing_consistent(iteration, time) => {
-                return self.reject(start, DamageReason::ImplausibleTime);
+                return self.reject(DamageReason::ImplausibleTime);
             }
             (Validation::Thorough, _) if !possible => {
-                return self.reject(start, DamageReason::ImplausibleValue);
+                return self.reject(DamageReason::ImplausibleValue);
             }
             (Validation::Thorough, Ok(())) => false,
             // After damage, an I frame on the schedule whose time advanced as its iterations say
             // re-anchors the stream however far it jumped, once the frames after it agree.
             (Validation::Thorough, Err(_)) if !self.stream_valid => true,
-            (Validation::Thorough, Err(reason)) => return self.reject(start, reason),
+            (Validation::Thorough, Err(reason)) => return self.reject(reason),
         };
         if self.validation == Validation::Thorough {
             // A clean next I frame corroborates the group before it, unless the group's I frame
@@ -1104,7 +1104,7 @@ impl<'a> SessionDecoder<'a> {
 
     fn complete_inter(&mut self, start: usize, end: usize, sink: &mut impl Sink) {
         if !self.stream_valid {
-            return self.reject(start, DamageReason::StalePFrame);
+            return self.reject(DamageReason::StalePFrame);
         }
         let (iteration, time) = self.main_values(FrameKind::P);
         let implausible = match (self.last_iteration, self.last_time) {
@@ -1123,7 +1123,7 @@ impl<'a> SessionDecoder<'a> {
             _ => None,
         };
         if let Some(reason) = implausible {
-            return self.reject(start, reason);
+            return self.reject(reason);
         }
         self.learn_loop_time(iteration, time);
         if !self.decodes_in_group(FrameKind::P) {
@@ -1170,8 +1170,24 @@ impl<'a> SessionDecoder<'a> {
         }
     }
 
-    /// Something at `at` could not be trusted.
-    fn reject(&mut self, at: usize, reason: DamageReason) {
+    /// The frame at `at` did not decode. The P frame before it may have read a byte too many or
+    /// too few and still ended on a frame-type byte: damage can start inside it, so it is let go
+    /// too. (An I frame stays: the group before may rest on it. In a text-mode copy, only a frame
+    /// holding a line feed can hold damage.)
+    fn reject_undecodable(&mut self, at: usize, reason: DamageReason) {
+        let was_valid = self.stream_valid;
+        self.reject(reason);
+        if was_valid
+            && self.validation == Validation::Thorough
+            && let Some(start) = self.group.p_frame_ending_at(at)
+            && (!self.newline_converted || self.file[start..at].contains(&b'\n'))
+        {
+            self.group.let_go_of_last_p_frame();
+        }
+    }
+
+    /// Something at the current position could not be trusted.
+    fn reject(&mut self, reason: DamageReason) {
         if !matches!(reason, DamageReason::UnknownEvent | DamageReason::NoGpsHome) {
             // A frame in step whose iteration or time is implausible ends a stream that drifted:
             // damage earlier in the group left wrong values that predictions carried on.
@@ -1182,21 +1198,9 @@ impl<'a> SessionDecoder<'a> {
             if drifted && self.stream_valid && self.validation == Validation::Thorough {
                 self.group.drifted();
             }
-            let misplaced = self.stream_valid && reason.misplaces_frames();
             self.stream_valid = false;
             // P frames are stale from here on, but still decode from the last main frames.
             self.history.take_from(&self.group);
-            // The P frame before may have read a byte too many or too few and still ended on a
-            // frame-type byte: damage can start inside it. (An I frame stays: the group before
-            // may rest on it. In a text-mode copy, only a frame holding a line feed can hold
-            // damage.)
-            if misplaced
-                && self.validation == Validation::Thorough
-                && let Some(start) = self.group.p_frame_ending_at(at)
-                && (!self.newline_converted || self.file[start..at].contains(&b'\n'))
-            {
-                self.group.let_go_of_last_p_frame();
-            }
             // A GPS home frame may have been lost here: G frames wait for the next one, or for
             // one that continues their track; and for the next main frame.
             if self.validation == Validation::Thorough {
