@@ -1,13 +1,16 @@
 //! A main frame holding a motor output, throttle or battery voltage its field cannot take (what a byte dropped or inserted
 //! inside the frame leaves when the frame still reads in step) is refused, and so are the P frames
-//! predicted from it.
+//! predicted from it. So is a slow frame holding a failsafe phase or a receiver flag its field
+//! cannot take (garbage read as a slow frame).
 
 mod common;
 
+use bbcheck::blackbox::decoder::{EventFrame, Frame, Sink};
 use bbcheck::blackbox::frame::FrameKind;
 use bbcheck::blackbox::writer::SessionWriter;
 use bbcheck::fuzzing::{Collect, Record};
 use bbcheck::report::{DamageReason, FileReport};
+use bbcheck::synth::{self, FlightSpec, Layout};
 
 fn decode(data: &[u8]) -> (Collect, FileReport) {
     let mut records = Collect::default();
@@ -132,4 +135,67 @@ fn a_motor_output_beyond_twice_the_highest_is_refused_with_its_p_frames() {
     let (no_highest, _) = rewrite("158", 41, 4095);
     let (_, report) = decode(&no_highest);
     assert!(report.is_clean(), "{:?}", report.corrupt_spans);
+}
+
+/// Where each accepted frame is, with its kind and values.
+#[derive(Default)]
+struct Frames(Vec<(FrameKind, usize, usize, Vec<i64>)>);
+
+impl Sink for Frames {
+    fn frame(&mut self, f: &Frame<'_>) {
+        let end = f.offset as usize + f.len;
+        self.0
+            .push((f.kind, f.offset as usize, end, f.values.to_vec()));
+    }
+
+    fn event(&mut self, e: &EventFrame<'_>) {
+        let start = e.offset as usize;
+        self.0
+            .push((FrameKind::E, start, start + e.len, Vec::new()));
+    }
+}
+
+/// A Betaflight 4 flight re-written with `field` of its last slow frame set to `value`; also where
+/// that frame is.
+fn rewrite_slow(field: &str, value: i64) -> (Vec<u8>, usize) {
+    let data = synth::flight(&FlightSpec {
+        iterations: 16384,
+        ..FlightSpec::new(Layout::Betaflight4)
+    });
+    let mut frames = Frames::default();
+    let report = bbcheck::blackbox::decode("t", &data, |_, _| {}, &mut frames);
+    let start = report.sessions[0].data_start as usize;
+    let mut writer = SessionWriter::from_header_bytes(&data[..start]);
+    let index = writer.header().s.as_ref().unwrap().index_of(field).unwrap();
+    let last = frames.0.iter().rposition(|f| f.0 == FrameKind::S).unwrap();
+    let mut at = None;
+    for (i, (kind, from, to, values)) in frames.0.iter().enumerate() {
+        match kind {
+            FrameKind::I | FrameKind::P => writer.main(*kind, values),
+            FrameKind::S if i == last => {
+                let mut values = values.clone();
+                values[index] = value;
+                at = Some(writer.bytes().len());
+                writer.other(FrameKind::S, &values);
+            }
+            FrameKind::E => writer.raw(&data[*from..*to]),
+            kind => writer.other(*kind, values),
+        }
+    }
+    (writer.finish(), at.unwrap())
+}
+
+#[test]
+fn a_slow_frame_holding_a_value_its_field_cannot_take_is_refused() {
+    for (field, highest) in [
+        ("failsafePhase", 15),
+        ("rxSignalReceived", 1),
+        ("rxFlightChannelsValid", 1),
+    ] {
+        let (data, _) = rewrite_slow(field, highest);
+        assert_eq!(only_span(&data), None, "{field} {highest}");
+        let (data, at) = rewrite_slow(field, highest + 1);
+        let implausible = Some((DamageReason::ImplausibleValue, at as u64));
+        assert_eq!(only_span(&data), implausible, "{field} {}", highest + 1);
+    }
 }

@@ -247,19 +247,21 @@ impl GpsFix {
     }
 }
 
-/// The main fields whose values the header bounds, each with the largest size it can take either
-/// way. Real logs stay well inside; a value further out (a byte dropped or inserted inside the
-/// frame, read in step) is damage.
+/// The fields of `kind` (main or slow) whose values are bounded, each with the largest size it can
+/// take either way. Real logs stay well inside; a value further out (a byte dropped or inserted
+/// inside the frame, read in step, or garbage read as a frame) is damage.
 ///
 /// - motor outputs (`motor[N]`): twice the highest output the header declares (`motorOutput`'s
 ///   high end, or `maxthrottle`);
 /// - throttle (`rcCommand[3]`): twice `maxthrottle`;
 /// - battery voltage (`vbatLatest`, INAV's `vbat`): 65535, as every firmware logs it in 16 bits
-///   (ADC counts or hundredths of a volt).
+///   (ADC counts or hundredths of a volt);
+/// - the failsafe phase (`failsafePhase`): 15, as the firmwares number their phases below 8;
+/// - the receiver flags (`rxSignalReceived`, `rxFlightChannelsValid`): 1.
 ///
 /// A field the header declares no bound for is not checked.
-fn value_bounds(header: &Header) -> Vec<(usize, u64)> {
-    let Some(def) = header.i.as_ref() else {
+fn value_bounds(header: &Header, kind: FrameKind) -> Vec<(usize, u64)> {
+    let Some(def) = header.def(kind) else {
         return Vec::new();
     };
     let number = |v: &str| {
@@ -282,10 +284,12 @@ fn value_bounds(header: &Header) -> Vec<(usize, u64)> {
                 .strip_prefix("motor[")
                 .and_then(|rest| rest.strip_suffix(']'))
                 .is_some_and(|n| n.parse::<u8>().is_ok());
-            let bound = match name.as_str() {
-                _ if is_motor => highest_motor.map(|h| 2 * h),
-                "rcCommand[3]" => max_throttle.map(|h| 2 * h),
-                "vbatLatest" | "vbat" => Some(u64::from(u16::MAX)),
+            let bound = match (kind, name.as_str()) {
+                (FrameKind::I, _) if is_motor => highest_motor.map(|h| 2 * h),
+                (FrameKind::I, "rcCommand[3]") => max_throttle.map(|h| 2 * h),
+                (FrameKind::I, "vbatLatest" | "vbat") => Some(u64::from(u16::MAX)),
+                (FrameKind::S, "failsafePhase") => Some(15),
+                (FrameKind::S, "rxSignalReceived" | "rxFlightChannelsValid") => Some(1),
                 _ => None,
             };
             bound.map(|b| (i, b))
@@ -414,6 +418,8 @@ pub struct SessionDecoder<'a> {
     /// Main fields the header bounds, with the largest size their values can take (none under
     /// the reference rules).
     value_bounds: Vec<(usize, u64)>,
+    /// The same for the slow fields.
+    slow_bounds: Vec<(usize, u64)>,
     /// Main fields whose I-frame values are variable-byte codes (where a dropped byte shifts one
     /// value and leaves the frame in step), other than iteration and time.
     offset_fields: Vec<bool>,
@@ -519,7 +525,11 @@ impl<'a> SessionDecoder<'a> {
             offset_fields,
             // The reference decoders bound no value.
             value_bounds: match validation {
-                Validation::Thorough => value_bounds(header),
+                Validation::Thorough => value_bounds(header, FrameKind::I),
+                Validation::Reference => Vec::new(),
+            },
+            slow_bounds: match validation {
+                Validation::Thorough => value_bounds(header, FrameKind::S),
                 Validation::Reference => Vec::new(),
             },
             ledger: Ledger::new(report, layout, data_start),
@@ -914,6 +924,9 @@ impl<'a> SessionDecoder<'a> {
         match (kind, decoded) {
             (FrameKind::I, _) => self.complete_intra(start, end, sink),
             (FrameKind::P, _) => self.complete_inter(start, end, sink),
+            (FrameKind::S, _) if !self.values_possible(kind) => {
+                self.reject(DamageReason::ImplausibleValue)
+            }
             (FrameKind::S, _) => {
                 let slow = std::mem::take(&mut self.slow);
                 self.accept(item(None), &slow, sink);
@@ -1005,11 +1018,15 @@ impl<'a> SessionDecoder<'a> {
         )
     }
 
-    /// Whether the main frame of `kind` just decoded holds values its fields can take.
+    /// Whether the main or slow frame of `kind` just decoded holds values its fields can take.
     #[inline]
     fn values_possible(&self, kind: FrameKind) -> bool {
         let values = self.values(kind);
-        self.value_bounds
+        let bounds = match kind {
+            FrameKind::S => &self.slow_bounds,
+            _ => &self.value_bounds,
+        };
+        bounds
             .iter()
             .all(|&(i, bound)| values[i].unsigned_abs() <= bound)
     }
