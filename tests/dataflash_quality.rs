@@ -18,6 +18,7 @@ mod common;
 use bbcheck::damage::{self, Change, Model};
 use bbcheck::dataflash::fmt::Formats;
 use bbcheck::dataflash::{self, Message, Rules, Sink};
+use common::input_offset;
 use std::collections::HashMap;
 
 const SEEDS: u64 = 24;
@@ -54,21 +55,6 @@ fn untouched(changes: &[Change], start: u64, end: u64) -> bool {
             a < end && start < b
         }
     })
-}
-
-/// The input offset of damaged bytes `[offset, offset + len)` when they are an unchanged stretch
-/// of the input.
-fn input_offset(changes: &[Change], offset: u64, len: u64) -> Option<u64> {
-    // Unchanged stretches: (damaged start, input start), each up to the next change.
-    let (mut out, mut input) = (0u64, 0u64);
-    for c in changes {
-        if offset >= out && offset + len <= c.offset {
-            return Some(input + (offset - out));
-        }
-        out = c.offset + c.length;
-        input = c.input_offset + c.input_length;
-    }
-    (offset >= out).then(|| input + (offset - out))
 }
 
 #[derive(Default, Clone, Copy)]

@@ -8,7 +8,7 @@
 use super::codec::{CodecErrorKind, Encoding};
 use super::event::{Event, EventError};
 use super::frame::{FrameKind, MAX_FRAME_LEN};
-use super::group::{Group, Item, LineFeedValue};
+use super::group::{Group, Item, LineFeedValue, Untrusted};
 use super::header::Header;
 use super::ledger::{self, Layout, Ledger};
 use super::predictor::{Context, MainHistory, Predictor};
@@ -1092,17 +1092,28 @@ impl<'a> SessionDecoder<'a> {
             }
             let trusted = !offset && (joined || self.group.trusted_without_join());
             let next = self.history.last_two().0.filter(|_| joined && !resumed);
-            let untrusted =
-                self.group
-                    .first_untrusted(&self.before_line_feeds, next, &self.p_predictors);
-            let settled = untrusted.0 == self.group.items.len();
+            let untrusted = self.group.first_untrusted(
+                &self.before_line_feeds,
+                next,
+                &self.p_predictors,
+                self.time_index,
+            );
+            let settled = untrusted.from == self.group.items.len();
             self.before_line_feeds.clear();
             if next.is_some()
                 && let Some(last) = self.group.last_main()
             {
                 self.before_line_feeds.extend_from_slice(last);
             }
-            commit_group(&self.group, &mut self.ledger, trusted, untrusted, sink);
+            let in_step = followed_in_step(self.scan_gap);
+            commit_group(
+                &self.group,
+                &mut self.ledger,
+                trusted,
+                untrusted,
+                in_step,
+                sink,
+            );
             if trusted && settled && !resumed {
                 std::mem::swap(&mut self.before, &mut self.group);
             } else {
@@ -1110,7 +1121,7 @@ impl<'a> SessionDecoder<'a> {
             }
             // The next group follows this one if this one's I frame is trusted.
             self.group
-                .restart(joined && trusted && untrusted.0 > 0, anchor);
+                .restart(joined && trusted && untrusted.from > 0, anchor);
         }
         self.learn_loop_time(iteration, time);
         self.stream_valid = true;
@@ -1232,8 +1243,18 @@ impl<'a> SessionDecoder<'a> {
     fn settle(&mut self, sink: &mut impl Sink) {
         if !self.stream_valid && !self.group.is_empty() {
             let trusted = self.group.trusted_without_join();
-            let untrusted = self.group.first_untrusted(&[], None, &self.p_predictors);
-            commit_group(&self.group, &mut self.ledger, trusted, untrusted, sink);
+            let untrusted =
+                self.group
+                    .first_untrusted(&[], None, &self.p_predictors, self.time_index);
+            let in_step = followed_in_step(self.scan_gap);
+            commit_group(
+                &self.group,
+                &mut self.ledger,
+                trusted,
+                untrusted,
+                in_step,
+                sink,
+            );
             self.group.clear();
         }
     }
@@ -1310,24 +1331,48 @@ impl<'a> SessionDecoder<'a> {
     }
 }
 
-/// Record every frame the group held: main frames are trusted as the group is, up to the item
-/// `untrusted.0` (from which on they are not, for the reason `untrusted.1`); the others always.
+/// Record every frame the group held: main frames are trusted as the group is, up to
+/// `untrusted.from`. The others stand on their own, except that nothing vouches for one read
+/// right after damage and followed right by damage (`closed_in_step`: nothing was rejected
+/// between the last item and what closed the group), and a G frame is trusted only with the time
+/// of the main frame its time is predicted from.
 fn commit_group(
     group: &Group,
     ledger: &mut Ledger,
     trusted: bool,
-    untrusted: (usize, DamageReason),
+    untrusted: Untrusted,
+    closed_in_step: bool,
     sink: &mut impl Sink,
 ) {
-    let (first, reason) = untrusted;
+    let mut time_trusted = true;
     for (i, item) in group.items.iter().enumerate() {
-        let main = matches!(item.kind, FrameKind::I | FrameKind::P);
-        let trust = trusted && i < first;
-        if trusted && main && !trust {
-            ledger.note_gap(reason);
-        }
-        ledger.commit(item, group.values(item), !main || trust, sink);
+        let trust = match item.kind {
+            FrameKind::I | FrameKind::P => {
+                let trust = trusted && i < untrusted.from;
+                if trusted && !trust {
+                    ledger.note_gap(untrusted.reason);
+                }
+                time_trusted = trusted && i < untrusted.time_from;
+                trust
+            }
+            kind => {
+                let followed = group
+                    .items
+                    .get(i + 1)
+                    .map_or(closed_in_step, |next| followed_in_step(next.gap));
+                let vouched = item.gap.is_none() || followed;
+                vouched && (kind != FrameKind::G || time_trusted)
+            }
+        };
+        ledger.commit(item, group.values(item), trust, sink);
     }
+}
+
+/// Whether a frame is followed in step by what comes after it, given why the bytes after it were
+/// rejected: nothing was, or the first of them was a frame that decoded in step and was refused
+/// only for resting on history that damage took.
+fn followed_in_step(gap: Option<DamageReason>) -> bool {
+    gap.is_none_or(|reason| reason == DamageReason::StalePFrame)
 }
 
 /// Whether log data shows the marks of a text-mode copy: long, with line feeds but without a

@@ -42,6 +42,17 @@ pub struct LineFeedValue {
     pub delta: i64,
 }
 
+/// Which of a group's items not to trust (`items.len()` when each may be trusted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Untrusted {
+    /// The first main frame not to trust, and why.
+    pub from: usize,
+    pub reason: DamageReason,
+    /// The first main frame whose time is in doubt (at or after `from`): a GPS frame's time is
+    /// predicted from the main frame before it.
+    pub time_from: usize,
+}
+
 /// A frame the rules accept, waiting for the group's verdict.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Item {
@@ -212,27 +223,39 @@ impl Group {
         self.drifted = true;
     }
 
-    /// The first item not to trust and why (`items.len()` when each may be): in a group that
-    /// drifted, every one after the I frame, or the I frame too when neither the group before it
-    /// nor `next` (the next I frame, following in step) corroborates it; and the first resting on
-    /// an unsettled line feed (see [`Group::first_unsettled_line_feed`]).
+    /// The first main frame not to trust and why: in a group that drifted, every one after the I
+    /// frame, or the I frame too when neither the group before it nor `next` (the next I frame,
+    /// following in step) corroborates it; and the first resting on an unsettled line feed (see
+    /// [`Group::first_unsettled_line_feed`]). Also the first whose `time_field` is in doubt.
     pub fn first_untrusted(
         &self,
         before: &[i64],
         next: Option<&[i64]>,
         predictors: &[Predictor],
-    ) -> (usize, DamageReason) {
-        let line_feed = self.first_unsettled_line_feed(before, next, predictors);
+        time_field: usize,
+    ) -> Untrusted {
+        let line_feed = self.first_unsettled_line_feed(before, next, predictors, None);
         let drift = if self.drifted {
             let corroborated = self.joined || next.is_some();
             self.items.len().min(usize::from(corroborated))
         } else {
             self.items.len()
         };
-        if drift < line_feed {
+        let (from, reason) = if drift < line_feed {
             (drift, DamageReason::SuspectGroup)
         } else {
             (line_feed, DamageReason::NewlineConverted)
+        };
+        let time_from = if line_feed < self.items.len() {
+            let time = self.first_unsettled_line_feed(before, next, predictors, Some(time_field));
+            drift.min(time)
+        } else {
+            from
+        };
+        Untrusted {
+            from,
+            reason,
+            time_from,
         }
     }
 
@@ -358,7 +381,7 @@ impl Group {
     }
 
     /// The first item whose values rest on a line feed that its neighbours do not show to be one
-    /// (`items.len()` when there is none). The read values and those a carriage return would give
+    /// (`items.len()` when there is none); only line feeds that change `field` count, when given. The read values and those a carriage return would give
     /// are carried through the P frames held (`predictors`), and each is joined to the main frame
     /// before it (`before` for the I frame, when known) and the last to `next`, the next I frame:
     /// a line feed stands when the read values step less, by [`LINE_FEED_MARGIN`]. Without `next`
@@ -368,6 +391,7 @@ impl Group {
         before: &[i64],
         next: Option<&[i64]>,
         predictors: &[Predictor],
+        field: Option<usize>,
     ) -> usize {
         let mut first = self.items.len();
         let mut i = 0;
@@ -379,7 +403,8 @@ impl Group {
                 .count();
             let values = &self.line_feeds[i..i + count];
             i += count;
-            if item >= first {
+            let counts = field.is_none_or(|f| values.iter().any(|(_, v)| v.field == f));
+            if item >= first || !counts {
                 continue;
             }
             let settled = next.is_some_and(|next| {
@@ -618,7 +643,7 @@ mod tests {
         // Read: the values climb by one; a carriage return would drop the last three by 12.
         let g = group(&[10, 11, 12, 13], &[(1, -12)]);
         assert_eq!(
-            g.first_unsettled_line_feed(&[], Some(&[14]), &[Predictor::Previous]),
+            g.first_unsettled_line_feed(&[], Some(&[14]), &[Predictor::Previous], None),
             4
         );
     }
@@ -628,10 +653,32 @@ mod tests {
         // Read: the field leaps by 12 and back at the next I frame; 12 less runs flat.
         let g = group(&[10, 22, 22, 22], &[(1, -12)]);
         let previous = [Predictor::Previous];
-        assert_eq!(g.first_unsettled_line_feed(&[], Some(&[10]), &previous), 1);
+        assert_eq!(
+            g.first_unsettled_line_feed(&[], Some(&[10]), &previous, None),
+            1
+        );
         // Without the next I frame nothing shows what the line feed was.
         let g = group(&[10, 11, 12, 13], &[(3, -12)]);
-        assert_eq!(g.first_unsettled_line_feed(&[], None, &previous), 3);
+        assert_eq!(g.first_unsettled_line_feed(&[], None, &previous, None), 3);
+    }
+
+    #[test]
+    fn only_a_line_feed_in_the_time_field_puts_the_time_in_doubt() {
+        // Field 0 rests on an unsettled line feed from item 3 on (nothing after the group shows
+        // what it was).
+        let g = group(&[10, 11, 12, 13], &[(3, -12)]);
+        let previous = [Predictor::Previous];
+        let untrusted = g.first_untrusted(&[], None, &previous, 0);
+        assert_eq!((untrusted.from, untrusted.time_from), (3, 3));
+        assert_eq!(untrusted.reason, DamageReason::NewlineConverted);
+        // With the time in another field, the frames' times stand.
+        let untrusted = g.first_untrusted(&[], None, &previous, 1);
+        assert_eq!((untrusted.from, untrusted.time_from), (3, 4));
+        // A group that drifted puts every time after its I frame in doubt.
+        let mut g = group(&[10, 11, 12, 13], &[]);
+        g.drifted();
+        let untrusted = g.first_untrusted(&[], Some(&[14]), &previous, 1);
+        assert_eq!((untrusted.from, untrusted.time_from), (1, 1));
     }
 
     #[test]
@@ -640,12 +687,12 @@ mod tests {
         // step to the first P frame tells the readings apart.
         let g = group(&[10, 11, 12], &[(0, -100)]);
         assert_eq!(
-            g.first_unsettled_line_feed(&[], Some(&[13]), &[Predictor::Zero]),
+            g.first_unsettled_line_feed(&[], Some(&[13]), &[Predictor::Zero], None),
             0
         );
         // With the frame before the group, the step into it counts too.
         assert_eq!(
-            g.first_unsettled_line_feed(&[9], Some(&[13]), &[Predictor::Zero]),
+            g.first_unsettled_line_feed(&[9], Some(&[13]), &[Predictor::Zero], None),
             3
         );
     }
@@ -658,7 +705,10 @@ mod tests {
         let straight = [Predictor::StraightLine];
         let (read, other, steps) = g.join_steps(1, &g.line_feeds, &[], &[5], &straight);
         assert_eq!((read, other, steps), (0.0, 9.0 + 9.0 + 9.0 + 81.0, 4));
-        assert_eq!(g.first_unsettled_line_feed(&[], Some(&[5]), &straight), 4);
+        assert_eq!(
+            g.first_unsettled_line_feed(&[], Some(&[5]), &straight, None),
+            4
+        );
         // Averaging halves it: 3, 1.5, 2.25.
         let average = [Predictor::Average2];
         let (_, other, _) = g.join_steps(1, &g.line_feeds, &[], &[5], &average);

@@ -27,6 +27,21 @@ pub fn corpus() -> Option<PathBuf> {
     None
 }
 
+/// Where the bytes `[offset, offset + len)` of a damaged copy were in its input, when they are an
+/// unchanged stretch of it.
+pub fn input_offset(changes: &[bbcheck::damage::Change], offset: u64, len: u64) -> Option<u64> {
+    // Unchanged stretches: (damaged start, input start), each up to the next change.
+    let (mut out, mut input) = (0u64, 0u64);
+    for c in changes {
+        if offset >= out && offset + len <= c.offset {
+            return Some(input + (offset - out));
+        }
+        out = c.offset + c.length;
+        input = c.input_offset + c.input_length;
+    }
+    (offset >= out).then(|| input + (offset - out))
+}
+
 /// Run the built `bbcheck` binary.
 pub fn bbcheck(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_bbcheck"))
