@@ -5,12 +5,12 @@
 
 mod common;
 
-use bbcheck::blackbox::decoder::{EventFrame, Frame, Sink};
 use bbcheck::blackbox::frame::FrameKind;
 use bbcheck::blackbox::writer::SessionWriter;
 use bbcheck::fuzzing::{Collect, Record};
 use bbcheck::report::{DamageReason, FileReport};
 use bbcheck::synth::{self, FlightSpec, Layout};
+use common::Located;
 
 fn decode(data: &[u8]) -> (Collect, FileReport) {
     let mut records = Collect::default();
@@ -137,24 +137,6 @@ fn a_motor_output_beyond_twice_the_highest_is_refused_with_its_p_frames() {
     assert!(report.is_clean(), "{:?}", report.corrupt_spans);
 }
 
-/// Where each accepted frame is, with its kind and values.
-#[derive(Default)]
-struct Frames(Vec<(FrameKind, usize, usize, Vec<i64>)>);
-
-impl Sink for Frames {
-    fn frame(&mut self, f: &Frame<'_>) {
-        let end = f.offset as usize + f.len;
-        self.0
-            .push((f.kind, f.offset as usize, end, f.values.to_vec()));
-    }
-
-    fn event(&mut self, e: &EventFrame<'_>) {
-        let start = e.offset as usize;
-        self.0
-            .push((FrameKind::E, start, start + e.len, Vec::new()));
-    }
-}
-
 /// A Betaflight 4 flight re-written with `field` of its last slow frame set to `value`; also where
 /// that frame is.
 fn rewrite_slow(field: &str, value: i64) -> (Vec<u8>, usize) {
@@ -162,7 +144,7 @@ fn rewrite_slow(field: &str, value: i64) -> (Vec<u8>, usize) {
         iterations: 16384,
         ..FlightSpec::new(Layout::Betaflight4)
     });
-    let mut frames = Frames::default();
+    let mut frames = Located::default();
     let report = bbcheck::blackbox::decode("t", &data, |_, _| {}, &mut frames);
     let start = report.sessions[0].data_start as usize;
     let mut writer = SessionWriter::from_header_bytes(&data[..start]);

@@ -2,31 +2,15 @@
 //! predicted from the main frame before it, and nothing vouches for a frame read right after
 //! damage and followed right by damage.
 
-use bbcheck::blackbox::decoder::{EventFrame, Frame, Sink};
+mod common;
+
 use bbcheck::blackbox::frame::FrameKind;
 use bbcheck::report::FileReport;
 use bbcheck::synth::{self, FlightSpec, Layout};
+use common::Located;
 
-/// Where each accepted frame is, with its kind and values.
-#[derive(Default)]
-struct Frames(Vec<(FrameKind, usize, usize, Vec<i64>)>);
-
-impl Sink for Frames {
-    fn frame(&mut self, f: &Frame<'_>) {
-        let end = f.offset as usize + f.len;
-        self.0
-            .push((f.kind, f.offset as usize, end, f.values.to_vec()));
-    }
-
-    fn event(&mut self, e: &EventFrame<'_>) {
-        let start = e.offset as usize;
-        self.0
-            .push((FrameKind::E, start, start + e.len, Vec::new()));
-    }
-}
-
-fn decode(data: &[u8]) -> (Frames, FileReport) {
-    let mut frames = Frames::default();
+fn decode(data: &[u8]) -> (Located, FileReport) {
+    let mut frames = Located::default();
     let report = bbcheck::blackbox::decode("t", data, |_, _| {}, &mut frames);
     (frames, report)
 }
@@ -40,7 +24,7 @@ fn flight() -> Vec<u8> {
 }
 
 /// A Betaflight 4 flight with GPS, clean, and its frames.
-fn gps_flight() -> (Vec<u8>, Frames) {
+fn gps_flight() -> (Vec<u8>, Located) {
     let data = flight();
     let (frames, report) = decode(&data);
     assert!(report.is_clean(), "{:?}", report.corrupt_spans);

@@ -1105,15 +1105,7 @@ impl<'a> SessionDecoder<'a> {
             {
                 self.before_line_feeds.extend_from_slice(last);
             }
-            let in_step = followed_in_step(self.scan_gap);
-            commit_group(
-                &self.group,
-                &mut self.ledger,
-                trusted,
-                untrusted,
-                in_step,
-                sink,
-            );
+            self.commit_group(trusted, untrusted, sink);
             if trusted && settled && !resumed {
                 std::mem::swap(&mut self.before, &mut self.group);
             } else {
@@ -1239,6 +1231,38 @@ impl<'a> SessionDecoder<'a> {
         self.scan_gap.get_or_insert(reason);
     }
 
+    /// Record every frame the group held: main frames are trusted as the group is, up to
+    /// `untrusted.from`. The others stand on their own, except that nothing vouches for one read
+    /// right after damage and followed right by damage (for the last one held, the damage before
+    /// what closes the group), and a G frame is trusted only with the time of the main frame its
+    /// time is predicted from.
+    fn commit_group(&mut self, trusted: bool, untrusted: Untrusted, sink: &mut impl Sink) {
+        let (group, ledger) = (&self.group, &mut self.ledger);
+        let closed_in_step = followed_in_step(self.scan_gap);
+        let mut time_trusted = true;
+        for (i, item) in group.items.iter().enumerate() {
+            let trust = match item.kind {
+                FrameKind::I | FrameKind::P => {
+                    let trust = trusted && i < untrusted.from;
+                    if trusted && !trust {
+                        ledger.note_gap(untrusted.reason);
+                    }
+                    time_trusted = trusted && i < untrusted.time_from;
+                    trust
+                }
+                kind => {
+                    let followed = group
+                        .items
+                        .get(i + 1)
+                        .map_or(closed_in_step, |next| followed_in_step(next.gap));
+                    let vouched = item.gap.is_none() || followed;
+                    vouched && (kind != FrameKind::G || time_trusted)
+                }
+            };
+            ledger.commit(item, group.values(item), trust, sink);
+        }
+    }
+
     /// Close a group whose stream was broken before the next I frame.
     fn settle(&mut self, sink: &mut impl Sink) {
         if !self.stream_valid && !self.group.is_empty() {
@@ -1246,15 +1270,7 @@ impl<'a> SessionDecoder<'a> {
             let untrusted =
                 self.group
                     .first_untrusted(&[], None, &self.p_predictors, self.time_index);
-            let in_step = followed_in_step(self.scan_gap);
-            commit_group(
-                &self.group,
-                &mut self.ledger,
-                trusted,
-                untrusted,
-                in_step,
-                sink,
-            );
+            self.commit_group(trusted, untrusted, sink);
             self.group.clear();
         }
     }
@@ -1328,43 +1344,6 @@ impl<'a> SessionDecoder<'a> {
         }
         ledger.report.settle();
         self.ledger.report
-    }
-}
-
-/// Record every frame the group held: main frames are trusted as the group is, up to
-/// `untrusted.from`. The others stand on their own, except that nothing vouches for one read
-/// right after damage and followed right by damage (`closed_in_step`: nothing was rejected
-/// between the last item and what closed the group), and a G frame is trusted only with the time
-/// of the main frame its time is predicted from.
-fn commit_group(
-    group: &Group,
-    ledger: &mut Ledger,
-    trusted: bool,
-    untrusted: Untrusted,
-    closed_in_step: bool,
-    sink: &mut impl Sink,
-) {
-    let mut time_trusted = true;
-    for (i, item) in group.items.iter().enumerate() {
-        let trust = match item.kind {
-            FrameKind::I | FrameKind::P => {
-                let trust = trusted && i < untrusted.from;
-                if trusted && !trust {
-                    ledger.note_gap(untrusted.reason);
-                }
-                time_trusted = trusted && i < untrusted.time_from;
-                trust
-            }
-            kind => {
-                let followed = group
-                    .items
-                    .get(i + 1)
-                    .map_or(closed_in_step, |next| followed_in_step(next.gap));
-                let vouched = item.gap.is_none() || followed;
-                vouched && (kind != FrameKind::G || time_trusted)
-            }
-        };
-        ledger.commit(item, group.values(item), trust, sink);
     }
 }
 

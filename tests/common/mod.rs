@@ -1,6 +1,8 @@
 //! Shared helpers for the integration tests.
 #![allow(dead_code)]
 
+use bbcheck::blackbox::decoder::{EventFrame, Frame, Sink};
+use bbcheck::blackbox::frame::FrameKind;
 use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -40,6 +42,25 @@ pub fn input_offset(changes: &[bbcheck::damage::Change], offset: u64, len: u64) 
         input = c.input_offset + c.input_length;
     }
     (offset >= out).then(|| input + (offset - out))
+}
+
+/// Every accepted Blackbox frame and event: its kind, where it starts and ends, and its values
+/// (none for an event).
+#[derive(Default)]
+pub struct Located(pub Vec<(FrameKind, usize, usize, Vec<i64>)>);
+
+impl Sink for Located {
+    fn frame(&mut self, f: &Frame<'_>) {
+        let start = f.offset as usize;
+        self.0
+            .push((f.kind, start, start + f.len, f.values.to_vec()));
+    }
+
+    fn event(&mut self, e: &EventFrame<'_>) {
+        let start = e.offset as usize;
+        self.0
+            .push((FrameKind::E, start, start + e.len, Vec::new()));
+    }
 }
 
 /// Run the built `bbcheck` binary.
