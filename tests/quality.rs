@@ -7,6 +7,8 @@
 //! - recall: accepted main frames equal to a ceiling frame, over the ceiling;
 //! - wrong: accepted main frames with the iteration and time of a clean frame but other values;
 //! - bogus: accepted main frames whose iteration and time no clean frame has;
+//! - lost: clean main frames missing between two accepted ones of a session, against the frames
+//!   lost the corrupt spans report;
 //! - wrong others: accepted S, G, H and E frames that are not a clean one (by where their bytes
 //!   were in the input, and their values);
 //! - localisation: damage points inside a reported corrupt span or within one frame (256 bytes),
@@ -113,6 +115,10 @@ struct Tally {
     reference_bogus: u64,
     points: u64,
     localised: u64,
+    /// Clean main frames missing between two accepted ones of a session, and the frames lost the
+    /// corrupt spans report.
+    lost: u64,
+    reported_lost: u64,
     /// Accepted S, G, H and E frames that are not a clean one.
     wrong_others: u64,
     reference_wrong_others: u64,
@@ -205,6 +211,21 @@ fn score(truth: &Truth<'_>, intact: &[bool], plain: &[bool], got: &Mains) -> Sco
     s
 }
 
+/// Clean main frames missing between two accepted ones of the same session of `report`.
+fn lost_between(truth: &Truth<'_>, got: &Mains, report: &bbcheck::report::FileReport) -> u64 {
+    let session = |offset: u64| report.sessions.partition_point(|s| s.start <= offset);
+    let accepted: Vec<(usize, usize)> = got
+        .frames
+        .iter()
+        .filter_map(|f| truth.get(&f.key).map(|&(i, _)| (session(f.start), i)))
+        .collect();
+    accepted
+        .windows(2)
+        .filter(|w| w[0].0 == w[1].0 && w[1].1 > w[0].1)
+        .map(|w| (w[1].1 - w[0].1 - 1) as u64)
+        .sum()
+}
+
 /// Accepted S, G, H and E frames in `got` that are not a clean one: at the input offset their bytes
 /// came from (or, when a change touched them, where their first or last byte came from), the clean
 /// decode holds no frame of their kind with their values.
@@ -268,6 +289,12 @@ fn measure() -> Option<Vec<(Model, Tally)>> {
                 t.reference_recovered += theirs.recovered;
                 t.reference_wrong += theirs.wrong;
                 t.reference_bogus += theirs.bogus;
+                t.lost += lost_between(truth, &got, &report);
+                t.reported_lost += report
+                    .corrupt_spans
+                    .iter()
+                    .map(|s| s.frames_lost)
+                    .sum::<u64>();
                 t.wrong_others += wrong_others(clean, &d.changes, &got);
                 t.reference_wrong_others += wrong_others(clean, &d.changes, &reference);
                 for c in &d.changes {
@@ -301,7 +328,7 @@ fn pct(a: u64, b: u64) -> f64 {
 fn recovery_quality_per_damage_model() {
     let Some(table) = measure() else { return };
     println!(
-        "\n{:<15} {:>5} {:>9} {:>8} {:>8} {:>6} {:>6} {:>8} {:>6} {:>7} {:>7} {:>7} {:>7} {:>7}",
+        "\n{:<15} {:>5} {:>9} {:>8} {:>8} {:>6} {:>6} {:>8} {:>6} {:>7} {:>8} {:>8} {:>7} {:>7} {:>7} {:>7}",
         "model",
         "cases",
         "ceiling",
@@ -312,6 +339,8 @@ fn recovery_quality_per_damage_model() {
         "ref w+b",
         "others",
         "ref oth",
+        "lost",
+        "rep lost",
         "ceil%",
         "local%",
         "points",
@@ -319,7 +348,7 @@ fn recovery_quality_per_damage_model() {
     );
     for (model, t) in &table {
         println!(
-            "{:<15} {:>5} {:>9} {:>8.3} {:>8.3} {:>6} {:>6} {:>8} {:>6} {:>7} {:>7.2} {:>7.2} {:>7} {:>7.2}",
+            "{:<15} {:>5} {:>9} {:>8.3} {:>8.3} {:>6} {:>6} {:>8} {:>6} {:>7} {:>8} {:>8} {:>7.2} {:>7.2} {:>7} {:>7.2}",
             model.name(),
             t.cases,
             t.ceiling,
@@ -330,6 +359,8 @@ fn recovery_quality_per_damage_model() {
             t.reference_wrong + t.reference_bogus,
             t.wrong_others,
             t.reference_wrong_others,
+            t.lost,
+            t.reported_lost,
             pct(t.ceiling, t.clean_frames),
             pct(t.localised, t.points),
             t.points,
@@ -359,6 +390,11 @@ fn recovery_quality_per_damage_model() {
         // An S, G, H or E frame stands on its own bytes, the main frame its time is predicted from
         // and the frames around it: none is trusted wrong, but in a text-mode copy, at most a
         // tenth of the reference decoders' count.
+        // The frames lost a report states are the frames missing, but where bogus frames stand in
+        // for clean ones.
+        if t.bogus == 0 {
+            assert_eq!(t.reported_lost, t.lost, "{name}: frames lost reported");
+        }
         let others = (t.wrong_others, t.reference_wrong_others);
         if *model == Model::Newline {
             assert!(
