@@ -298,8 +298,9 @@ fn value_bounds(header: &Header, kind: FrameKind) -> Vec<(usize, u64)> {
 }
 
 /// A decoder's state right after an accepted I frame (so with a valid stream): everything that
-/// decides how the rest of the session decodes, but not the report so far. Two decoders in equal states decode what follows
-/// alike, so a session split between threads joins where they meet one.
+/// decides how the rest of the session decodes, but not the report so far. Two decoders in equal
+/// states decode what follows alike, so a session split between threads joins where they meet
+/// one.
 #[derive(Debug, Clone, PartialEq)]
 pub struct State {
     /// Where the next frame starts.

@@ -381,11 +381,11 @@ impl Group {
     }
 
     /// The first item whose values rest on a line feed that its neighbours do not show to be one
-    /// (`items.len()` when there is none); only line feeds that change `field` count, when given. The read values and those a carriage return would give
-    /// are carried through the P frames held (`predictors`), and each is joined to the main frame
-    /// before it (`before` for the I frame, when known) and the last to `next`, the next I frame:
-    /// a line feed stands when the read values step less, by [`LINE_FEED_MARGIN`]. Without `next`
-    /// no line feed stands.
+    /// (`items.len()` when there is none); when `field` is given, only line feeds that change it
+    /// count. The read values and those a carriage return would give are carried through the P
+    /// frames held (`predictors`), and each is joined to the main frame before it (`before` for
+    /// the I frame, when known) and the last to `next`, the next I frame: a line feed stands when
+    /// the read values step less, by [`LINE_FEED_MARGIN`]. Without `next` no line feed stands.
     pub fn first_unsettled_line_feed(
         &self,
         before: &[i64],
