@@ -478,6 +478,11 @@ impl<'a> SessionDecoder<'a> {
             regions: Vec::new(),
         };
         let (iteration_index, time_index) = (layout.iteration_index, layout.time_index);
+        // The reference decoders bound no value.
+        let bounds_of = |kind| match validation {
+            Validation::Thorough => value_bounds(header, kind),
+            Validation::Reference => Vec::new(),
+        };
         let offset_fields = header.i.as_ref().map_or_else(Vec::new, |def| {
             def.fields
                 .iter()
@@ -524,15 +529,8 @@ impl<'a> SessionDecoder<'a> {
             before: Group::default(),
             before_line_feeds: Vec::new(),
             offset_fields,
-            // The reference decoders bound no value.
-            value_bounds: match validation {
-                Validation::Thorough => value_bounds(header, FrameKind::I),
-                Validation::Reference => Vec::new(),
-            },
-            slow_bounds: match validation {
-                Validation::Thorough => value_bounds(header, FrameKind::S),
-                Validation::Reference => Vec::new(),
-            },
+            value_bounds: bounds_of(FrameKind::I),
+            slow_bounds: bounds_of(FrameKind::S),
             ledger: Ledger::new(report, layout, data_start),
         }
     }

@@ -226,7 +226,7 @@ impl Group {
     /// The first main frame not to trust and why: in a group that drifted, every one after the I
     /// frame, or the I frame too when neither the group before it nor `next` (the next I frame,
     /// following in step) corroborates it; and the first resting on an unsettled line feed (see
-    /// [`Group::first_unsettled_line_feed`]). Also the first whose `time_field` is in doubt.
+    /// [`Group::first_unsettled_line_feeds`]). Also the first whose `time_field` is in doubt.
     pub fn first_untrusted(
         &self,
         before: &[i64],
@@ -234,7 +234,8 @@ impl Group {
         predictors: &[Predictor],
         time_field: usize,
     ) -> Untrusted {
-        let line_feed = self.first_unsettled_line_feed(before, next, predictors, None);
+        let (line_feed, time) =
+            self.first_unsettled_line_feeds(before, next, predictors, time_field);
         let drift = if self.drifted {
             let corroborated = self.joined || next.is_some();
             self.items.len().min(usize::from(corroborated))
@@ -246,16 +247,10 @@ impl Group {
         } else {
             (line_feed, DamageReason::NewlineConverted)
         };
-        let time_from = if line_feed < self.items.len() {
-            let time = self.first_unsettled_line_feed(before, next, predictors, Some(time_field));
-            drift.min(time)
-        } else {
-            from
-        };
         Untrusted {
             from,
             reason,
-            time_from,
+            time_from: drift.min(time),
         }
     }
 
@@ -381,19 +376,18 @@ impl Group {
     }
 
     /// The first item whose values rest on a line feed that its neighbours do not show to be one
-    /// (`items.len()` when there is none); when `field` is given, only line feeds that change it
-    /// count. The read values and those a carriage return would give are carried through the P
+    /// (`items.len()` when there is none), and the first whose value of `field` does. The read values and those a carriage return would give are carried through the P
     /// frames held (`predictors`), and each is joined to the main frame before it (`before` for
     /// the I frame, when known) and the last to `next`, the next I frame: a line feed stands when
     /// the read values step less, by [`LINE_FEED_MARGIN`]. Without `next` no line feed stands.
-    pub fn first_unsettled_line_feed(
+    pub fn first_unsettled_line_feeds(
         &self,
         before: &[i64],
         next: Option<&[i64]>,
         predictors: &[Predictor],
-        field: Option<usize>,
-    ) -> usize {
-        let mut first = self.items.len();
+        field: usize,
+    ) -> (usize, usize) {
+        let (mut first, mut first_in_field) = (self.items.len(), self.items.len());
         let mut i = 0;
         while i < self.line_feeds.len() {
             let (item, lf) = self.line_feeds[i];
@@ -403,8 +397,8 @@ impl Group {
                 .count();
             let values = &self.line_feeds[i..i + count];
             i += count;
-            let counts = field.is_none_or(|f| values.iter().any(|(_, v)| v.field == f));
-            if item >= first || !counts {
+            let in_field = values.iter().any(|(_, v)| v.field == field);
+            if item >= first && !(in_field && item < first_in_field) {
                 continue;
             }
             let settled = next.is_some_and(|next| {
@@ -412,10 +406,13 @@ impl Group {
                 steps >= MIN_LINE_FEED_STEPS && read * LINE_FEED_MARGIN < other
             });
             if !settled {
-                first = item;
+                first = first.min(item);
+                if in_field {
+                    first_in_field = first_in_field.min(item);
+                }
             }
         }
-        first
+        (first, first_in_field)
     }
 
     /// How much the read values and the carriage-return values change between consecutive main
@@ -643,7 +640,8 @@ mod tests {
         // Read: the values climb by one; a carriage return would drop the last three by 12.
         let g = group(&[10, 11, 12, 13], &[(1, -12)]);
         assert_eq!(
-            g.first_unsettled_line_feed(&[], Some(&[14]), &[Predictor::Previous], None),
+            g.first_unsettled_line_feeds(&[], Some(&[14]), &[Predictor::Previous], 0)
+                .0,
             4
         );
     }
@@ -654,12 +652,13 @@ mod tests {
         let g = group(&[10, 22, 22, 22], &[(1, -12)]);
         let previous = [Predictor::Previous];
         assert_eq!(
-            g.first_unsettled_line_feed(&[], Some(&[10]), &previous, None),
+            g.first_unsettled_line_feeds(&[], Some(&[10]), &previous, 0)
+                .0,
             1
         );
         // Without the next I frame nothing shows what the line feed was.
         let g = group(&[10, 11, 12, 13], &[(3, -12)]);
-        assert_eq!(g.first_unsettled_line_feed(&[], None, &previous, None), 3);
+        assert_eq!(g.first_unsettled_line_feeds(&[], None, &previous, 0).0, 3);
     }
 
     #[test]
@@ -687,12 +686,14 @@ mod tests {
         // step to the first P frame tells the readings apart.
         let g = group(&[10, 11, 12], &[(0, -100)]);
         assert_eq!(
-            g.first_unsettled_line_feed(&[], Some(&[13]), &[Predictor::Zero], None),
+            g.first_unsettled_line_feeds(&[], Some(&[13]), &[Predictor::Zero], 0)
+                .0,
             0
         );
         // With the frame before the group, the step into it counts too.
         assert_eq!(
-            g.first_unsettled_line_feed(&[9], Some(&[13]), &[Predictor::Zero], None),
+            g.first_unsettled_line_feeds(&[9], Some(&[13]), &[Predictor::Zero], 0)
+                .0,
             3
         );
     }
@@ -706,7 +707,8 @@ mod tests {
         let (read, other, steps) = g.join_steps(1, &g.line_feeds, &[], &[5], &straight);
         assert_eq!((read, other, steps), (0.0, 9.0 + 9.0 + 9.0 + 81.0, 4));
         assert_eq!(
-            g.first_unsettled_line_feed(&[], Some(&[5]), &straight, None),
+            g.first_unsettled_line_feeds(&[], Some(&[5]), &straight, 0)
+                .0,
             4
         );
         // Averaging halves it: 3, 1.5, 2.25.
