@@ -140,3 +140,153 @@ fn a_shifted_group_right_after_damage_is_compared_with_the_last_trusted_group_be
         _ => true,
     }));
 }
+
+/// The demo log's second session alone (long enough for the motion of its fields to be learnt).
+fn second_session() -> Vec<u8> {
+    let data = std::fs::read(common::own_corpus().join("generated/demo.bbl")).unwrap();
+    let (_, report) = decode(&data);
+    data[report.sessions[1].start as usize..].to_vec()
+}
+
+/// The demo log's second session, re-written with `error` put into the stored delta of field
+/// `field` in the `frame`-th main frame (a P frame) of the `group`-th I-frame group, as a flipped
+/// bit there leaves it: the decoder's own predictor carries the error on through the P frames
+/// after it, up to the next I frame. Also the byte range from that P frame to the group's end,
+/// and how many main frames it holds.
+fn flip_delta(
+    group: usize,
+    frame: usize,
+    field: usize,
+    error: i64,
+) -> (Vec<u8>, std::ops::Range<usize>, usize) {
+    let data = second_session();
+    let (records, report) = decode(&data);
+    let data_start = report.sessions[0].data_start as usize;
+    let mut clean = SessionWriter::from_header_bytes(&data[..data_start]);
+    let mut damaged = SessionWriter::from_header_bytes(&data[..data_start]);
+    let predictor = clean.header().p.as_ref().unwrap().fields[field].predictor;
+    let (mut groups, mut mains, mut range, mut damaged_frames) = (0, 0, 0..0, 0);
+    for record in &records.0 {
+        match record {
+            Record::Frame(kind @ (FrameKind::I | FrameKind::P), values) => {
+                if *kind == FrameKind::I {
+                    groups += 1;
+                    mains = 0;
+                }
+                mains += 1;
+                let mut written = values.clone();
+                if groups == group && mains >= frame {
+                    assert_eq!(*kind, FrameKind::P);
+                    let delta = values[field]
+                        - predictor.predict(field, &clean.context(FrameKind::P), values);
+                    let predicted =
+                        predictor.predict(field, &damaged.context(FrameKind::P), &written);
+                    written[field] = predicted + delta + if mains == frame { error } else { 0 };
+                    if mains == frame {
+                        range.start = damaged.bytes().len();
+                    }
+                    damaged_frames += 1;
+                }
+                clean.main(*kind, values);
+                damaged.main(*kind, &written);
+                if groups == group {
+                    range.end = damaged.bytes().len();
+                }
+            }
+            Record::Frame(kind, values) => {
+                clean.other(*kind, values);
+                damaged.other(*kind, values);
+            }
+            Record::Event(event) => {
+                clean.event(event);
+                damaged.event(event);
+            }
+        }
+    }
+    (damaged.finish(), range, damaged_frames)
+}
+
+#[test]
+fn a_value_offset_from_a_p_frame_to_the_next_i_frame_is_a_suspect_group() {
+    let data = second_session();
+    let header = bbcheck::blackbox::header::Header::parse(&data, 0, data.len());
+    let def = header.i.unwrap();
+    // One field the P frames predict from the frame before, one from the average of two.
+    for name in ["axisP[0]", "gyroADC[0]"] {
+        let field = def.index_of(name).unwrap();
+        let (clean, _, _) = flip_delta(60, 10, field, 0);
+        let (clean_records, clean_report) = decode(&clean);
+        assert!(clean_report.is_clean(), "{:?}", clean_report.corrupt_spans);
+
+        let (flipped, range, lost) = flip_delta(60, 10, field, 1 << 14);
+        assert!(lost > 2, "the P frame flipped is not the group's last");
+        let (records, report) = decode(&flipped);
+        // The flipped P frame and those predicted from it; slow frames between them stand.
+        let spans = &report.corrupt_spans;
+        assert!(
+            spans.iter().all(|s| s.reason == DamageReason::SuspectGroup),
+            "{name}: {spans:?}"
+        );
+        assert_eq!(
+            (spans[0].start as usize, spans[spans.len() - 1].end as usize),
+            (range.start, range.end),
+            "{name}: {spans:?}"
+        );
+        // The frames before the flipped one are kept; those from it on are not.
+        let mains = |r: &Collect| {
+            r.0.iter()
+                .filter(|r| matches!(r, Record::Frame(FrameKind::I | FrameKind::P, _)))
+                .count()
+        };
+        let reported: u64 = spans.iter().map(|s| s.frames_lost).sum();
+        assert_eq!(reported as usize, lost, "{name}");
+        assert_eq!(mains(&records) + lost, mains(&clean_records), "{name}");
+        let clean_values: Vec<_> = clean_records.0.iter().collect();
+        assert!(
+            records.0.iter().all(|r| clean_values.contains(&r)),
+            "{name}: every frame kept is a clean one"
+        );
+    }
+}
+
+#[test]
+fn a_field_that_holds_and_jumps_either_way_is_not_an_offset() {
+    // A current sensor read every few frames: the field holds its value, then jumps up or down,
+    // at the same place in every group, as a flipped bit in a P frame would leave one group.
+    let data = second_session();
+    let (records, report) = decode(&data);
+    let data_start = report.sessions[0].data_start as usize;
+    let mut writer = SessionWriter::from_header_bytes(&data[..data_start]);
+    let field = writer
+        .header()
+        .i
+        .as_ref()
+        .unwrap()
+        .index_of("amperageLatest")
+        .unwrap();
+    let (mut mains, mut level, mut seed) = (0u32, 1000i64, 7u64);
+    for record in &records.0 {
+        match record {
+            Record::Frame(kind @ (FrameKind::I | FrameKind::P), values) => {
+                if *kind == FrameKind::I {
+                    mains = 0;
+                }
+                if mains == 5 || *kind == FrameKind::I {
+                    seed = seed
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    let jump = 300 + (seed >> 40) as i64 % 900;
+                    level += if seed >> 63 == 0 { jump } else { -jump };
+                }
+                mains += 1;
+                let mut values = values.clone();
+                values[field] = level;
+                writer.main(*kind, &values);
+            }
+            Record::Frame(kind, values) => writer.other(*kind, values),
+            Record::Event(event) => writer.event(event),
+        }
+    }
+    let (_, report) = decode(&writer.finish());
+    assert!(report.is_clean(), "{:?}", report.corrupt_spans);
+}

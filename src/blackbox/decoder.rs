@@ -8,7 +8,7 @@
 use super::codec::{CodecErrorKind, Encoding};
 use super::event::{Event, EventError};
 use super::frame::{FrameKind, MAX_FRAME_LEN};
-use super::group::{Group, Item, LineFeedValue, Untrusted};
+use super::group::{Group, Item, LineFeedValue, Motion, Untrusted};
 use super::header::Header;
 use super::ledger::{self, Layout, Ledger};
 use super::predictor::{Context, MainHistory, Predictor};
@@ -321,6 +321,7 @@ pub struct State {
     /// What the offset check reads of the last trusted group (see [`Group::offset_summary`]).
     before: (Vec<i64>, Vec<i64>),
     before_line_feeds: Vec<i64>,
+    motion: Motion,
     ledger: ledger::State,
 }
 
@@ -424,6 +425,8 @@ pub struct SessionDecoder<'a> {
     /// Main fields whose I-frame values are variable-byte codes (where a dropped byte shifts one
     /// value and leaves the frame in step), other than iteration and time.
     offset_fields: Vec<bool>,
+    /// How far each main field moved in the recent trusted groups.
+    motion: Motion,
     ledger: Ledger,
 }
 
@@ -494,6 +497,7 @@ impl<'a> SessionDecoder<'a> {
                 })
                 .collect()
         });
+        let motion = Motion::new(&offset_fields);
         SessionDecoder {
             file,
             header,
@@ -529,6 +533,7 @@ impl<'a> SessionDecoder<'a> {
             before: Group::default(),
             before_line_feeds: Vec::new(),
             offset_fields,
+            motion,
             value_bounds: bounds_of(FrameKind::I),
             slow_bounds: bounds_of(FrameKind::S),
             ledger: Ledger::new(report, layout, data_start),
@@ -724,6 +729,7 @@ impl<'a> SessionDecoder<'a> {
             group: self.group.snapshot(),
             before: self.before.offset_summary(),
             before_line_feeds: self.before_line_feeds.clone(),
+            motion: self.motion.clone(),
             ledger: self.ledger.state(),
         }
     }
@@ -1091,13 +1097,29 @@ impl<'a> SessionDecoder<'a> {
             }
             let trusted = !offset && (joined || self.group.trusted_without_join());
             let next = self.history.last_two().0.filter(|_| joined && !resumed);
-            let untrusted = self.group.first_untrusted(
+            let mut untrusted = self.group.first_untrusted(
                 &self.before_line_feeds,
                 next,
                 &self.p_predictors,
                 self.time_index,
             );
+            // A P frame offset from there to the next I frame.
+            if let Some(from) = next.and_then(|next| {
+                self.group
+                    .first_offset_p_frame(next, &self.p_predictors, &self.motion)
+            }) && from < untrusted.from
+            {
+                untrusted.from = from;
+                untrusted.reason = DamageReason::SuspectGroup;
+            }
             let settled = untrusted.from == self.group.items.len();
+            if let Some(next) = next
+                && trusted
+                && settled
+            {
+                self.motion
+                    .learn(&self.group, next, iteration, self.header.i_interval);
+            }
             self.before_line_feeds.clear();
             if next.is_some()
                 && let Some(last) = self.group.last_main()
