@@ -196,17 +196,22 @@ impl Motion {
     }
 }
 
+/// The absolute value of a change between two field values, in steps that 64-bit vector lanes
+/// have (SSE2 has no 64-bit absolute value), so that a loop over fields runs on vectors.
+#[inline(always)]
+fn magnitude(change: i64) -> i64 {
+    let sign = change >> 63;
+    (change ^ sign).wrapping_sub(sign)
+}
+
 /// Set in `bits` the bits of each field's change from `a` to `b`, made positive (so that `bits`
-/// is at least the largest change and less than twice it). Every step is one that 64-bit lanes
-/// have, so the loop runs on vectors.
+/// is at least the largest change and less than twice it).
 #[inline]
 fn fold_change_bits(bits: &mut [i64], a: &[i64], b: &[i64]) {
     let n = bits.len().min(a.len()).min(b.len());
     let (bits, a, b) = (&mut bits[..n], &a[..n], &b[..n]);
     for i in 0..n {
-        let change = b[i].wrapping_sub(a[i]);
-        let sign = change >> 63;
-        bits[i] |= (change ^ sign).wrapping_sub(sign);
+        bits[i] |= magnitude(b[i].wrapping_sub(a[i]));
     }
 }
 
@@ -487,7 +492,7 @@ impl Group {
             return None;
         }
         let (last, next, thresholds) = (&last[..n], &next[..n], &motion.thresholds[..n]);
-        let over = |f: usize| thresholds[f] - (next[f] - last[f]).abs();
+        let over = |f: usize| thresholds[f] - magnitude(next[f] - last[f]);
         // Almost every field's step stays under its threshold: a first pass over all of them,
         // without a branch, says whether any is over.
         if (0..n).fold(0, |any, f| any | over(f)) >= 0 {
