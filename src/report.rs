@@ -51,7 +51,9 @@ pub enum DamageReason {
     /// with too few P frames decoding from it and no clean I frame after it), whose I frame holds
     /// a value set apart from both neighbouring groups, or after which the next I frame comes
     /// later than the I/P schedule allows (main frames were lost inside the group) or after a time
-    /// step far from the loop time (a time error carried on inside the group).
+    /// step far from the loop time (a time error carried on inside the group); or the frames of a
+    /// group from a P frame whose value steps away and is taken back by the next I frame (an
+    /// error carried on from that P frame).
     SuspectGroup,
 }
 
