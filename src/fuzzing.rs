@@ -14,6 +14,7 @@ use crate::blackbox::codec::{BitResult, CodecError, CodecResult, Encoding, sign_
 use crate::blackbox::decoder::{Discard, EventFrame, Frame, Sink};
 use crate::blackbox::event::{AdjustmentValue, Event};
 use crate::blackbox::frame::{FrameKind, MAX_FRAME_LEN};
+use crate::blackbox::group::OFFSET_FACTOR;
 use crate::blackbox::header::{Firmware, Header, LOG_START_MARKER};
 use crate::blackbox::predictor::normalise;
 use crate::blackbox::writer::SessionWriter;
@@ -625,6 +626,9 @@ struct Builder {
     mains: usize,
     /// Per main field, the largest change between consecutive main frames since the last I frame.
     group_scale: Vec<i64>,
+    /// Per main field, the smallest such largest change of any group so far (empty before the
+    /// first group ends).
+    quietest_group: Vec<i64>,
     home_written: bool,
     /// The iteration a logging-resume event announced: the next main frame is its I frame.
     resume_at: Option<u32>,
@@ -673,6 +677,13 @@ impl Builder {
             .header
             .def(kind)
             .expect("the model defines main frames");
+        if kind == FrameKind::I && self.writer.previous().is_some() {
+            // A group ended.
+            self.quietest_group.resize(def.len(), i64::MAX);
+            for (i, quietest) in self.quietest_group.iter_mut().enumerate() {
+                *quietest = (*quietest).min(self.group_scale.get(i).copied().unwrap_or(0));
+            }
+        }
         let ctx = self.writer.context(kind);
         let jitter = u64::from(src.byte() % (self.max_jitter_us + 1));
         let time = self.base_time_us + u64::from(n - self.base_iteration) * self.loop_time_us;
@@ -692,11 +703,15 @@ impl Builder {
             let prediction = field.predictor.predict(i, &ctx, &values);
             let residual = match (kind, self.writer.previous()) {
                 // Sensors move smoothly: an I frame's variable-byte value steps from the last
-                // frame by no more than the group before it moved.
+                // frame by no more than the group before it moved, nor by more than the
+                // P-frame offset test allows for the quietest group of the flight.
                 (FrameKind::I, Some(previous))
                     if matches!(field.encoding, Encoding::SignedVb | Encoding::UnsignedVb) =>
                 {
-                    let bound = self.group_scale.get(i).copied().unwrap_or(0) + 2;
+                    let scale = self.group_scale.get(i).copied().unwrap_or(0);
+                    let quietest = self.quietest_group.get(i).copied().unwrap_or(i64::MAX);
+                    let bound =
+                        (scale + 2).min(OFFSET_FACTOR.saturating_mul(quietest.saturating_add(2)));
                     let step = i64::from(src.value()).rem_euclid(2 * bound + 1) - bound;
                     let (low, high) = if field.signed {
                         (i64::from(i32::MIN), i64::from(i32::MAX))
@@ -954,6 +969,7 @@ impl LogModel {
             records: Vec::new(),
             mains: 0,
             group_scale: Vec::new(),
+            quietest_group: Vec::new(),
             home_written: false,
             resume_at: None,
             loop_time_us,
