@@ -396,12 +396,17 @@ impl Group {
         }
     }
 
-    /// The values of the main frames held, in order.
-    fn main_frames(&self) -> impl DoubleEndedIterator<Item = &[i64]> {
+    /// The main frames held, in order, with their places among the items.
+    fn main_items(&self) -> impl DoubleEndedIterator<Item = (usize, &Item)> {
         self.items
             .iter()
-            .filter(|i| matches!(i.kind, FrameKind::I | FrameKind::P))
-            .map(|i| self.values(i))
+            .enumerate()
+            .filter(|(_, i)| matches!(i.kind, FrameKind::I | FrameKind::P))
+    }
+
+    /// The values of the main frames held, in order.
+    fn main_frames(&self) -> impl DoubleEndedIterator<Item = &[i64]> {
+        self.main_items().map(|(_, i)| self.values(i))
     }
 
     /// Whether a logging-resume event is held: frames went unlogged before the next I frame.
@@ -505,12 +510,7 @@ impl Group {
             })
             .min()?;
         // The item holding that main frame.
-        self.items
-            .iter()
-            .enumerate()
-            .filter(|(_, i)| matches!(i.kind, FrameKind::I | FrameKind::P))
-            .nth(first)
-            .map(|(item, _)| item)
+        self.main_items().nth(first).map(|(item, _)| item)
     }
 
     /// The main frame (counted from the I frame) from which field `f` is offset (see
