@@ -118,9 +118,13 @@ pub struct CorruptSpan {
     pub reason: DamageReason,
     /// Session the span belongs to (1-based).
     pub session: usize,
-    /// Main frames the I/P schedule says were logged in the span but could not be trusted.
+    /// Main frames the I/P schedule says were logged in the span but could not be trusted. When
+    /// trusted S, G, H or E frames split the damage between two trusted main frames into several
+    /// spans, each holds the untrusted main frames decoded from its bytes, and the first also
+    /// those that left no bytes to decode.
     pub frames_lost: u64,
-    /// Loop iterations between the last trusted main frame before the span and the first after.
+    /// Loop iterations between the last trusted main frame before the span and the first after,
+    /// shared between such spans where the first frame each later span holds was logged.
     pub iterations_lost: u64,
     /// Flight time (µs, 64-bit monotonic) of the last trusted main frame before the span.
     pub time_start_us: Option<u64>,

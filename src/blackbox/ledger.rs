@@ -42,6 +42,7 @@ pub struct Layout {
 pub struct State {
     pub accounted: usize,
     gap: Option<DamageReason>,
+    refused: u64,
     /// Corrupt spans waiting to learn what they cost.
     pub awaiting: usize,
     pub last_main: Option<(u32, u64)>,
@@ -58,8 +59,11 @@ pub struct Ledger {
     pub accounted: usize,
     /// Why the bytes since `accounted` were not trusted (the first reason in file order).
     gap: Option<DamageReason>,
-    /// Corrupt spans still waiting for the next trusted main frame to learn what they cost.
-    awaiting: Vec<usize>,
+    /// Main frames decoded but not trusted since `accounted`.
+    refused: u64,
+    /// Corrupt spans still waiting for the next trusted main frame to learn what they cost, with
+    /// the main frames each holds that were decoded but not trusted.
+    awaiting: Vec<(usize, u64)>,
     last_main: Option<(u32, u64)>,
     main_clock: Clock,
     gps_clock: Clock,
@@ -72,6 +76,7 @@ impl Ledger {
             layout,
             accounted: data_start,
             gap: None,
+            refused: 0,
             awaiting: Vec::new(),
             last_main: None,
             main_clock: Clock::default(),
@@ -88,6 +93,7 @@ impl Ledger {
     pub fn commit(&mut self, item: &Item, values: &[i64], trusted: bool, sink: &mut impl Sink) {
         if !trusted {
             self.gap = self.gap.or(item.gap).or(Some(DamageReason::SuspectGroup));
+            self.refused += u64::from(matches!(item.kind, FrameKind::I | FrameKind::P));
             return;
         }
         if item.start > self.accounted {
@@ -95,6 +101,7 @@ impl Ledger {
             self.push_corrupt(self.accounted, item.start, reason);
         }
         self.gap = None;
+        self.refused = 0;
         self.push_region(item.start, item.end, RegionKind::Frames);
         self.accounted = item.end;
         let (start, len) = (item.start as u64, item.end - item.start);
@@ -174,36 +181,74 @@ impl Ledger {
         (n / interval) * per_interval + u64::from(prefix[(n % interval) as usize])
     }
 
+    /// The iteration of the `n`-th logged iteration after `after` (`n` ≥ 1), searched below
+    /// `below`, which it must be under.
+    fn nth_logged_after(&self, after: u64, n: u64, below: u64) -> u64 {
+        let base = self.logged_below(after + 1);
+        let (mut low, mut high) = (after + 1, below);
+        while low < high {
+            let mid = low + (high - low) / 2;
+            if self.logged_below(mid + 1) - base >= n {
+                high = mid;
+            } else {
+                low = mid + 1;
+            }
+        }
+        low
+    }
+
+    /// The spans since the last trusted main frame learn what they cost now that `iteration`
+    /// follows. Each is given the main frames it holds that were decoded but not trusted; the
+    /// frames lost with no bytes left go to the first. The iterations between the two trusted
+    /// frames are shared at the first frame each later span is given.
     fn close_awaiting(&mut self, iteration: u32, time64: u64) {
         if self.awaiting.is_empty() {
             return;
         }
-        let lost = self.last_main.map(|(last, _)| {
-            let (a, b) = (u64::from(last), u64::from(iteration));
-            let frames = if b > a {
-                self.logged_below(b)
-                    .saturating_sub(self.logged_below(a + 1))
+        let bracket = self
+            .last_main
+            .map(|(last, _)| (u64::from(last), u64::from(iteration)))
+            .filter(|(a, b)| b > a);
+        let (a, b) = bracket.unwrap_or_default();
+        let total = if bracket.is_some() {
+            self.logged_below(b)
+                .saturating_sub(self.logged_below(a + 1))
+        } else {
+            0
+        };
+        let refused: u64 = self.awaiting.iter().map(|&(_, r)| r).sum();
+        let mut left = total;
+        let mut from = a + 1;
+        for (n, &(i, held)) in self.awaiting.iter().enumerate() {
+            let mut frames = if n == 0 {
+                held + total.saturating_sub(refused)
             } else {
-                0
+                held
             };
-            (frames, b.saturating_sub(a).saturating_sub(1))
-        });
-        for (n, &i) in self.awaiting.iter().enumerate() {
+            frames = frames.min(left);
+            left -= frames;
+            // Where the next span's first lost frame was logged, or the trusted frame after all.
+            let to = if left > 0 {
+                self.nth_logged_after(a, total - left + 1, b)
+            } else {
+                b
+            };
             let span = &mut self.report.corrupt_spans[i];
             span.time_end_us = Some(time64);
-            if n == 0
-                && let Some((frames, iterations)) = lost
-            {
+            if bracket.is_some() {
                 span.frames_lost = frames;
-                span.iterations_lost = iterations;
+                span.iterations_lost = to.saturating_sub(from);
             }
+            from = to;
         }
         self.awaiting.clear();
     }
 
     /// Add a corrupt span.
     pub fn push_corrupt(&mut self, start: usize, end: usize, reason: DamageReason) {
-        self.awaiting.push(self.report.corrupt_spans.len());
+        let refused = std::mem::take(&mut self.refused);
+        self.awaiting
+            .push((self.report.corrupt_spans.len(), refused));
         self.report.corrupt_spans.push(CorruptSpan {
             start: start as u64,
             end: end as u64,
@@ -226,6 +271,7 @@ impl Ledger {
         State {
             accounted: self.accounted,
             gap: self.gap,
+            refused: self.refused,
             awaiting: self.awaiting.len(),
             last_main: self.last_main,
             main_clock: self.main_clock.clone(),

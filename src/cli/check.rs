@@ -555,20 +555,23 @@ fn write_spans(
     hexdump: Option<&[u8]>,
     paint: Paint,
 ) -> io::Result<()> {
+    let plural = |n: u64| if n == 1 { "" } else { "s" };
     for span in &report.corrupt_spans {
+        let bytes = span.end - span.start;
         write!(
             out,
-            "{}: {} [{}..{}) {} bytes, session {}: {}",
+            "{}: {} [{}..{}) {bytes} byte{}, session {}: {}",
             paint.strong(&format!("{}:{}", report.path, span.start)),
             paint.bad("damaged"),
             span.start,
             span.end,
-            span.end - span.start,
+            plural(bytes),
             span.session,
             span.reason.as_str()
         )?;
         if span.frames_lost > 0 {
-            write!(out, "; {} main frames lost", span.frames_lost)?;
+            let lost = span.frames_lost;
+            write!(out, "; {lost} main frame{} lost", plural(lost))?;
         }
         if let (Some(a), Some(b)) = (span.time_start_us, span.time_end_us) {
             write!(out, "; flight time {} – {}", seconds(a), seconds(b))?;

@@ -57,8 +57,9 @@
       '" data-reason="' + esc(sp.reason) + '" fill="' + (colors[sp.reason] || '#000') + '"';
   }
   function spanTitle(sp) {
-    var t = '[' + sp.start + '..' + sp.end + ') ' + (sp.end - sp.start) + ' bytes: ' + sp.reason;
-    if (sp.frames_lost) t += '; ' + sp.frames_lost + ' main frames lost';
+    var bytes = sp.end - sp.start;
+    var t = '[' + sp.start + '..' + sp.end + ') ' + bytes + (bytes === 1 ? ' byte: ' : ' bytes: ') + sp.reason;
+    if (sp.frames_lost) t += '; ' + sp.frames_lost + (sp.frames_lost === 1 ? ' main frame lost' : ' main frames lost');
     if (sp.time_start_us != null && sp.time_end_us != null)
       t += '; flight time ' + fmtSeconds(sp.time_start_us) + ' \u2013 ' + fmtSeconds(sp.time_end_us);
     return '<title>' + esc(t) + '</title>';
