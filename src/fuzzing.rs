@@ -704,14 +704,15 @@ impl Builder {
             let residual = match (kind, self.writer.previous()) {
                 // Sensors move smoothly: an I frame's variable-byte value steps from the last
                 // frame by no more than the group before it moved, nor by more than the
-                // P-frame offset test allows for the quietest group of the flight.
+                // P-frame offset test allows for the quietest group of the flight (it looks at a
+                // step that reaches its threshold).
                 (FrameKind::I, Some(previous))
                     if matches!(field.encoding, Encoding::SignedVb | Encoding::UnsignedVb) =>
                 {
                     let scale = self.group_scale.get(i).copied().unwrap_or(0);
                     let quietest = self.quietest_group.get(i).copied().unwrap_or(i64::MAX);
-                    let bound =
-                        (scale + 2).min(OFFSET_FACTOR.saturating_mul(quietest.saturating_add(2)));
+                    let bound = (scale + 2)
+                        .min(OFFSET_FACTOR.saturating_mul(quietest.saturating_add(2)) - 1);
                     let step = i64::from(src.value()).rem_euclid(2 * bound + 1) - bound;
                     let (low, high) = if field.signed {
                         (i64::from(i32::MIN), i64::from(i32::MAX))

@@ -151,13 +151,15 @@ fn second_session() -> Vec<u8> {
 /// The demo log's second session, re-written with `error` put into the stored delta of field
 /// `field` in the `frame`-th main frame (a P frame) of the `group`-th I-frame group, as a flipped
 /// bit there leaves it: the decoder's own predictor carries the error on through the P frames
-/// after it, up to the next I frame. Also the byte range from that P frame to the group's end,
-/// and where each main frame in it starts.
+/// after it, up to the next I frame. With `at_rest`, the field is 0 in every main frame before
+/// the error. Also the byte range from that P frame to the group's end, and where each main
+/// frame in it starts.
 fn flip_delta(
     group: usize,
     frame: usize,
     field: usize,
     error: i64,
+    at_rest: bool,
 ) -> (Vec<u8>, std::ops::Range<usize>, Vec<usize>) {
     let data = second_session();
     let (records, report) = decode(&data);
@@ -174,11 +176,15 @@ fn flip_delta(
                     mains = 0;
                 }
                 mains += 1;
+                let mut values = values.clone();
+                if at_rest {
+                    values[field] = 0;
+                }
                 let mut written = values.clone();
                 if groups == group && mains >= frame {
                     assert_eq!(*kind, FrameKind::P);
                     let delta = values[field]
-                        - predictor.predict(field, &clean.context(FrameKind::P), values);
+                        - predictor.predict(field, &clean.context(FrameKind::P), &values);
                     let predicted =
                         predictor.predict(field, &damaged.context(FrameKind::P), &written);
                     written[field] = predicted + delta + if mains == frame { error } else { 0 };
@@ -187,7 +193,7 @@ fn flip_delta(
                     }
                     damaged_frames.push(damaged.bytes().len());
                 }
-                clean.main(*kind, values);
+                clean.main(*kind, &values);
                 damaged.main(*kind, &written);
                 if groups == group {
                     range.end = damaged.bytes().len();
@@ -214,11 +220,11 @@ fn a_value_offset_from_a_p_frame_to_the_next_i_frame_is_a_suspect_group() {
     // One field the P frames predict from the frame before, one from the average of two.
     for name in ["axisP[0]", "gyroADC[0]"] {
         let field = def.index_of(name).unwrap();
-        let (clean, _, _) = flip_delta(47, 10, field, 0);
+        let (clean, _, _) = flip_delta(47, 10, field, 0, false);
         let (clean_records, clean_report) = decode(&clean);
         assert!(clean_report.is_clean(), "{:?}", clean_report.corrupt_spans);
 
-        let (flipped, range, damaged_frames) = flip_delta(47, 10, field, 1 << 14);
+        let (flipped, range, damaged_frames) = flip_delta(47, 10, field, 1 << 14, false);
         let lost = damaged_frames.len();
         assert!(lost > 2, "the P frame flipped is not the group's last");
         let (records, report) = decode(&flipped);
@@ -320,4 +326,35 @@ fn a_field_that_holds_and_jumps_either_way_is_not_an_offset() {
     }
     let (_, report) = decode(&writer.finish());
     assert!(report.is_clean(), "{:?}", report.corrupt_spans);
+}
+
+#[test]
+fn a_field_at_rest_offset_by_a_flipped_bit_is_a_suspect_group() {
+    // A flipped bit's error is a power of two: 8 is the smallest that the offset test tells
+    // from a field at rest (4 × (0 + 2)).
+    let data = second_session();
+    let header = bbcheck::blackbox::header::Header::parse(&data, 0, data.len());
+    let field = header.i.unwrap().index_of("axisP[0]").unwrap();
+    let (clean, _, _) = flip_delta(47, 10, field, 0, true);
+    let (_, clean_report) = decode(&clean);
+    assert!(clean_report.is_clean(), "{:?}", clean_report.corrupt_spans);
+    let (flipped, range, damaged_frames) = flip_delta(47, 10, field, 8, true);
+    let (records, report) = decode(&flipped);
+    let spans = &report.corrupt_spans;
+    assert!(!spans.is_empty(), "the offset is not reported");
+    assert!(
+        spans.iter().all(|s| s.reason == DamageReason::SuspectGroup),
+        "{spans:?}"
+    );
+    assert_eq!(
+        (spans[0].start as usize, spans[spans.len() - 1].end as usize),
+        (range.start, range.end),
+        "{spans:?}"
+    );
+    let lost: u64 = spans.iter().map(|s| s.frames_lost).sum();
+    assert_eq!(lost as usize, damaged_frames.len());
+    assert!(records.0.iter().all(|r| match r {
+        Record::Frame(FrameKind::I | FrameKind::P, v) => v[field] == 0,
+        _ => true,
+    }));
 }

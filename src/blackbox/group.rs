@@ -134,7 +134,7 @@ pub struct Motion {
     current_groups: u32,
     previous: Vec<i64>,
     previous_groups: u32,
-    /// Per field, what a step to the next I frame must exceed to be looked at:
+    /// Per field, what a step to the next I frame must reach to be looked at:
     /// [`OFFSET_FACTOR`] times (2 more than) its motion; `i64::MAX` for a field not watched, or
     /// before enough groups were learnt.
     thresholds: Vec<i64>,
@@ -480,11 +480,12 @@ impl Group {
     /// The first P frame from which one field of the group is offset, to the end of the group
     /// (see [`Motion`]): a bit flipped in a P frame changes one field's value there, every P frame
     /// after it carries the error on (by the field's predictor), and the next I frame (`next`)
-    /// takes it back. Only fields whose step to `next` is over their threshold in `motion` are
+    /// takes it back. Only fields whose step to `next` reaches their threshold in `motion` are
     /// looked at. The field's largest step inside the group is taken for the error's start, and
     /// the error that best explains the steps from there to `next` is fitted: the frame is offset
-    /// when that error is over [`OFFSET_FACTOR`] times (2 more than) the field's recent motion
-    /// and every step it leaves unexplained.
+    /// when that error reaches [`OFFSET_FACTOR`] times (2 more than) the field's recent motion
+    /// and every step it leaves unexplained (a flipped bit's error is a power of two, so a field
+    /// at rest is offset by 8 or more).
     pub fn first_offset_p_frame(
         &self,
         next: &[i64],
@@ -497,14 +498,14 @@ impl Group {
             return None;
         }
         let (last, next, thresholds) = (&last[..n], &next[..n], &motion.thresholds[..n]);
-        let over = |f: usize| thresholds[f] - magnitude(next[f] - last[f]);
+        let under = |f: usize| thresholds[f] - 1 - magnitude(next[f] - last[f]);
         // Almost every field's step stays under its threshold: a first pass over all of them,
-        // without a branch, says whether any is over.
-        if (0..n).fold(0, |any, f| any | over(f)) >= 0 {
+        // without a branch, says whether any reaches it.
+        if (0..n).fold(0, |any, f| any | under(f)) >= 0 {
             return None;
         }
         let first = (0..n)
-            .filter(|&f| over(f) < 0)
+            .filter(|&f| under(f) < 0)
             .filter_map(|f| {
                 self.offset_from_p_frame(f, next[f] - last[f], predictors.get(f), motion.largest(f))
             })
@@ -566,7 +567,7 @@ impl Group {
             .map(|(s, g)| (s as f64 - error * g).abs())
             .chain(steps().take(start - 1).map(|s| s.abs() as f64))
             .fold(quiet as f64, f64::max);
-        (error.abs() > OFFSET_FACTOR as f64 * (unexplained + 2.0)).then_some(start)
+        (error.abs() >= OFFSET_FACTOR as f64 * (unexplained + 2.0)).then_some(start)
     }
 
     /// Note that the main frame held last starting at `start` reads otherwise if line feeds in it
