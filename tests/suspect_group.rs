@@ -212,6 +212,35 @@ fn flip_delta(
     (damaged.finish(), range, damaged_frames)
 }
 
+/// The report holds the suspect-group stretch `range` alone (slow frames inside it stand, so it
+/// can be several spans), and each span states the main frames whose bytes it holds (`frames`:
+/// where each starts).
+fn assert_suspect_stretch(
+    name: &str,
+    report: &FileReport,
+    range: &std::ops::Range<usize>,
+    frames: &[usize],
+) {
+    let spans = &report.corrupt_spans;
+    assert!(!spans.is_empty(), "{name}: the offset is not reported");
+    assert!(
+        spans.iter().all(|s| s.reason == DamageReason::SuspectGroup),
+        "{name}: {spans:?}"
+    );
+    assert_eq!(
+        (spans[0].start as usize, spans[spans.len() - 1].end as usize),
+        (range.start, range.end),
+        "{name}: {spans:?}"
+    );
+    for span in spans {
+        let held = frames
+            .iter()
+            .filter(|&&at| (span.start..span.end).contains(&(at as u64)))
+            .count();
+        assert_eq!(span.frames_lost as usize, held, "{name}: {span:?}");
+    }
+}
+
 #[test]
 fn a_value_offset_from_a_p_frame_to_the_next_i_frame_is_a_suspect_group() {
     let data = second_session();
@@ -228,17 +257,9 @@ fn a_value_offset_from_a_p_frame_to_the_next_i_frame_is_a_suspect_group() {
         let lost = damaged_frames.len();
         assert!(lost > 2, "the P frame flipped is not the group's last");
         let (records, report) = decode(&flipped);
-        // The flipped P frame and those predicted from it; slow frames between them stand.
+        // The flipped P frame and those predicted from it.
+        assert_suspect_stretch(name, &report, &range, &damaged_frames);
         let spans = &report.corrupt_spans;
-        assert!(
-            spans.iter().all(|s| s.reason == DamageReason::SuspectGroup),
-            "{name}: {spans:?}"
-        );
-        assert_eq!(
-            (spans[0].start as usize, spans[spans.len() - 1].end as usize),
-            (range.start, range.end),
-            "{name}: {spans:?}"
-        );
         // The frames before the flipped one are kept; those from it on are not.
         let mains = |r: &Collect| {
             r.0.iter()
@@ -249,15 +270,7 @@ fn a_value_offset_from_a_p_frame_to_the_next_i_frame_is_a_suspect_group() {
             spans.len() > 1,
             "{name}: slow frames split the stretch: {spans:?}"
         );
-        // Each span is given the frames whose bytes it holds, and the loop iterations up to the
-        // next span's first frame.
-        for span in spans {
-            let held = damaged_frames
-                .iter()
-                .filter(|&&at| (span.start..span.end).contains(&(at as u64)))
-                .count();
-            assert_eq!(span.frames_lost as usize, held, "{name}: {span:?}");
-        }
+        // Each span is given the loop iterations up to the next span's first frame.
         assert_eq!(mains(&records) + lost, mains(&clean_records), "{name}");
         let iteration = |i: usize| match &clean_records.0[i] {
             Record::Frame(FrameKind::I | FrameKind::P, v) => Some(v[0]),
@@ -340,19 +353,7 @@ fn a_field_at_rest_offset_by_a_flipped_bit_is_a_suspect_group() {
     assert!(clean_report.is_clean(), "{:?}", clean_report.corrupt_spans);
     let (flipped, range, damaged_frames) = flip_delta(47, 10, field, 8, true);
     let (records, report) = decode(&flipped);
-    let spans = &report.corrupt_spans;
-    assert!(!spans.is_empty(), "the offset is not reported");
-    assert!(
-        spans.iter().all(|s| s.reason == DamageReason::SuspectGroup),
-        "{spans:?}"
-    );
-    assert_eq!(
-        (spans[0].start as usize, spans[spans.len() - 1].end as usize),
-        (range.start, range.end),
-        "{spans:?}"
-    );
-    let lost: u64 = spans.iter().map(|s| s.frames_lost).sum();
-    assert_eq!(lost as usize, damaged_frames.len());
+    assert_suspect_stretch("axisP[0]", &report, &range, &damaged_frames);
     assert!(records.0.iter().all(|r| match r {
         Record::Frame(FrameKind::I | FrameKind::P, v) => v[field] == 0,
         _ => true,
