@@ -16,13 +16,15 @@ fn decode(data: &[u8]) -> (Collect, FileReport) {
 }
 
 /// The demo log's first session, re-written with `shift` added to field `field` of every main
-/// frame of the `group`-th I-frame group, after a logging-resume event if `pause`; also the byte
-/// range that group's main frames take.
+/// frame of the `group`-th I-frame group, after a logging-resume event if `pause`; with
+/// `at_rest`, the field is 0 in every main frame before the shift. Also the byte range that
+/// group's main frames take.
 fn rewrite(
     group: usize,
     field: usize,
     shift: i64,
     pause: bool,
+    at_rest: bool,
 ) -> (Vec<u8>, std::ops::Range<usize>) {
     let data = std::fs::read(common::own_corpus().join("generated/demo.bbl")).unwrap();
     let (records, report) = decode(&data);
@@ -44,6 +46,9 @@ fn rewrite(
                     }
                 }
                 let mut values = values.clone();
+                if at_rest {
+                    values[field] = 0;
+                }
                 let start = writer.bytes().len();
                 if groups == group {
                     values[field] += shift;
@@ -72,11 +77,11 @@ fn gyro_x() -> usize {
 #[test]
 fn an_i_frame_group_shifted_from_both_neighbours_is_a_suspect_group() {
     let field = gyro_x();
-    let (clean, _) = rewrite(5, field, 0, false);
+    let (clean, _) = rewrite(5, field, 0, false, false);
     let (clean_records, clean_report) = decode(&clean);
     assert!(clean_report.is_clean(), "{:?}", clean_report.corrupt_spans);
 
-    let (shifted, range) = rewrite(5, field, 20_000, false);
+    let (shifted, range) = rewrite(5, field, 20_000, false, false);
     let (records, report) = decode(&shifted);
     let suspect: Vec<_> = report
         .corrupt_spans
@@ -107,9 +112,28 @@ fn an_i_frame_group_shifted_from_both_neighbours_is_a_suspect_group() {
 }
 
 #[test]
+fn an_i_frame_group_of_a_field_at_rest_offset_by_a_flipped_bit_is_a_suspect_group() {
+    // 8, a flipped bit's error, is the smallest offset the test tells from a field at rest
+    // (4 × (0 + 2)).
+    let field = gyro_x();
+    let (clean, _) = rewrite(5, field, 0, false, true);
+    assert!(decode(&clean).1.is_clean());
+    let (shifted, range) = rewrite(5, field, 8, false, true);
+    let (records, report) = decode(&shifted);
+    let spans = &report.corrupt_spans;
+    assert_eq!(spans.len(), 1, "{spans:?}");
+    assert_eq!(spans[0].reason, DamageReason::SuspectGroup);
+    assert!(spans[0].start as usize <= range.start && range.end <= spans[0].end as usize);
+    assert!(records.0.iter().all(|r| match r {
+        Record::Frame(FrameKind::I | FrameKind::P, v) => v[field] == 0,
+        _ => true,
+    }));
+}
+
+#[test]
 fn a_group_after_a_logging_pause_is_not_compared_with_the_frames_before_it() {
     let field = gyro_x();
-    let (paused, _) = rewrite(5, field, 20_000, true);
+    let (paused, _) = rewrite(5, field, 20_000, true, false);
     let (_, report) = decode(&paused);
     assert!(report.is_clean(), "{:?}", report.corrupt_spans);
 }
@@ -119,13 +143,13 @@ fn a_shifted_group_right_after_damage_is_compared_with_the_last_trusted_group_be
     let field = gyro_x();
     // Two bytes dropped from the last P frame before the 5th group: its I frame follows damage.
     let drop_before = |data: Vec<u8>, at: usize| [&data[..at - 3], &data[at - 1..]].concat();
-    let (clean, range) = rewrite(5, field, 0, false);
+    let (clean, range) = rewrite(5, field, 0, false, false);
     let (_, report) = decode(&drop_before(clean, range.start));
     assert_eq!(report.corrupt_spans.len(), 1, "{:?}", report.corrupt_spans);
     let damage = report.corrupt_spans[0].clone();
     assert!(damage.end as usize <= range.start - 2, "{damage:?}");
 
-    let (shifted, range) = rewrite(5, field, 20_000, false);
+    let (shifted, range) = rewrite(5, field, 20_000, false, false);
     let (records, report) = decode(&drop_before(shifted, range.start));
     // The group joins the damage before it: one span, from where the damage starts.
     assert_eq!(report.corrupt_spans.len(), 1, "{:?}", report.corrupt_spans);

@@ -89,7 +89,7 @@ impl Joins<'_> {
         )
     }
 
-    /// Negative when field `f`'s steps into and out of the group go opposite ways and both exceed
+    /// Negative when field `f`'s steps into and out of the group go opposite ways and both reach
     /// [`OFFSET_FACTOR`] times (2 more than) the one change read inside each group, the first
     /// of this one and the last of the group before. Without a branch, and without a minimum or
     /// maximum (which 64-bit lanes lack): each of the four comparisons is the sign of a
@@ -98,7 +98,8 @@ impl Joins<'_> {
     fn cheap_conditions(&self, f: usize) -> i64 {
         let (into, out) = self.steps(f);
         let (into_size, out_size) = (into.abs(), out.abs());
-        let inside = |a: &[i64], b: &[i64]| OFFSET_FACTOR * ((a[f] - b[f]).abs() + 2);
+        // The largest step under the threshold.
+        let inside = |a: &[i64], b: &[i64]| OFFSET_FACTOR * ((a[f] - b[f]).abs() + 2) - 1;
         let this = inside(self.second, self.first);
         let before = inside(self.before_last, self.before_penultimate);
         (into ^ out)
@@ -422,8 +423,8 @@ impl Group {
     }
 
     /// Whether one field of the group's I frame is offset from both its neighbours: it steps from
-    /// `before` (the last trusted group: the one right before, or the last before damage) by more
-    /// than [`OFFSET_FACTOR`] times the largest change inside either group, and the
+    /// `before` (the last trusted group: the one right before, or the last before damage) by at
+    /// least [`OFFSET_FACTOR`] times (2 more than) the largest change inside either group, and the
     /// step to `next` (the next I frame) takes it back to within a quarter. Only fields marked in
     /// `checked` are compared, and only groups of [`MIN_MAINS_FOR_OFFSET`] main frames or more.
     pub fn offset_by_its_i_frame(&self, before: &Group, next: &[i64], checked: &[bool]) -> bool {
@@ -473,7 +474,8 @@ impl Group {
             let step = into.abs().min(out.abs());
             // The largest changes inside, read from the frames held, last.
             (into + out).abs() * 4 < into.abs() + out.abs()
-                && step > OFFSET_FACTOR * (self.largest_change(f).max(before.largest_change(f)) + 2)
+                && step
+                    >= OFFSET_FACTOR * (self.largest_change(f).max(before.largest_change(f)) + 2)
         })
     }
 
