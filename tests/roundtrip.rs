@@ -194,3 +194,41 @@ fn elias_gamma_is_encoding_10_in_original_cleanflight_logs() {
     );
     round_trip(2, "c49bd40");
 }
+
+#[test]
+fn a_first_step_off_the_loop_time_does_not_hold_the_time_checks() {
+    // The scheduler's jitter puts the first P frame 7 µs late on a 16 µs loop, and the third
+    // frame's time back on the loop: the step into the I frame is 9 µs. The loop time is the mean
+    // of the steps so far (19.5 µs), not the first step (23 µs), so the step is within the 2.5 ×
+    // the time checks allow.
+    let mut w = SessionWriter::new(&[
+        ("Data version", "2"),
+        ("I interval", "3"),
+        ("P interval", "1/1"),
+        ("Firmware type", "Cleanflight"),
+        ("Field I name", "loopIteration,time"),
+        ("Field I signed", "0,0"),
+        ("Field I predictor", "0,0"),
+        ("Field I encoding", "1,1"),
+        ("Field P predictor", "6,2"),
+        ("Field P encoding", "9,0"),
+    ]);
+    let times = [0, 23, 39, 48, 64, 80, 96, 112, 128, 144];
+    for (n, &t) in times.iter().enumerate() {
+        let kind = if n % 3 == 0 {
+            FrameKind::I
+        } else {
+            FrameKind::P
+        };
+        w.main(kind, &[n as i64, t]);
+    }
+    let data = w.finish();
+    let mut sink = Collect::default();
+    let report = bbcheck::blackbox::decode("t", &data, |_, _| {}, &mut sink);
+    assert!(
+        report.corrupt_spans.is_empty(),
+        "{:?}",
+        report.corrupt_spans
+    );
+    assert_eq!(sink.frames.len(), times.len());
+}

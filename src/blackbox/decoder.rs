@@ -24,6 +24,9 @@ pub const MAX_TIME_JUMP_US: u32 = 10_000_000;
 /// How many times the loop time (or a fraction of it) the step from a group's last main frame to
 /// the next I frame may take, per iteration.
 const JOIN_TIME_FACTOR: f64 = 2.5;
+/// The loop time is the mean of this many first samples, then a moving average that gives each new
+/// sample this weight's inverse (so the first sample, often off, does not hold it for long).
+const LOOP_TIME_SAMPLES: u32 = 16;
 /// Session data at least this long with no carriage return in it was copied in text mode (a
 /// binary log has about one in every 256 bytes).
 const NEWLINE_EVIDENCE: usize = 16 * 1024;
@@ -316,6 +319,7 @@ pub struct State {
     last_time: Option<u32>,
     /// The loop time's bits: equal only when exactly equal.
     loop_time: Option<u64>,
+    loop_samples: u32,
     scan_gap: Option<DamageReason>,
     group: Group,
     /// What the offset check reads of the last trusted group (see [`Group::offset_summary`]).
@@ -397,6 +401,8 @@ pub struct SessionDecoder<'a> {
     last_time: Option<u32>,
     /// Mean µs per loop iteration between consecutive main frames.
     loop_time: Option<f64>,
+    /// Samples the loop time is the mean of, up to [`LOOP_TIME_SAMPLES`].
+    loop_samples: u32,
     /// The session was copied in text mode: every line feed may have been a carriage return or a
     /// CR LF pair.
     newline_converted: bool,
@@ -518,6 +524,7 @@ impl<'a> SessionDecoder<'a> {
             last_iteration: None,
             last_time: None,
             loop_time: None,
+            loop_samples: 0,
             newline_converted: false,
             line_feed_values: Vec::new(),
             alternative_body: Vec::new(),
@@ -725,6 +732,7 @@ impl<'a> SessionDecoder<'a> {
             last_iteration: self.last_iteration,
             last_time: self.last_time,
             loop_time: self.loop_time.map(f64::to_bits),
+            loop_samples: self.loop_samples,
             scan_gap: self.scan_gap,
             group: self.group.snapshot(),
             before: self.before.offset_summary(),
@@ -999,16 +1007,22 @@ impl<'a> SessionDecoder<'a> {
         elapsed >= expected / factor - slack_us && elapsed <= expected * factor + slack_us
     }
 
-    /// Learn the loop time from two consecutive main frames.
+    /// Learn the loop time from two consecutive main frames (see [`LOOP_TIME_SAMPLES`]).
     fn learn_loop_time(&mut self, iteration: u32, time: u32) {
         if let (Some(li), Some(lt)) = (self.last_iteration, self.last_time) {
             let iterations = iteration.wrapping_sub(li);
             if iterations > 0 && iterations < MAX_ITERATION_JUMP {
                 let sample = f64::from(time.wrapping_sub(lt)) / f64::from(iterations);
-                self.loop_time = Some(match self.loop_time {
-                    Some(t) => t + (sample - t) / 16.0,
-                    None => sample,
-                });
+                let n = (self.loop_samples + 1).min(LOOP_TIME_SAMPLES);
+                let t = self.loop_time.unwrap_or(sample);
+                // Past the first samples, every frame divides by a constant.
+                let step = if n == LOOP_TIME_SAMPLES {
+                    (sample - t) / f64::from(LOOP_TIME_SAMPLES)
+                } else {
+                    (sample - t) / f64::from(n)
+                };
+                self.loop_time = Some(t + step);
+                self.loop_samples = n;
             }
         }
     }
