@@ -14,7 +14,7 @@ use crate::blackbox::codec::{BitResult, CodecError, CodecResult, Encoding, sign_
 use crate::blackbox::decoder::{Discard, EventFrame, Frame, Sink};
 use crate::blackbox::event::{AdjustmentValue, Event};
 use crate::blackbox::frame::{FrameKind, MAX_FRAME_LEN};
-use crate::blackbox::group::OFFSET_FACTOR;
+use crate::blackbox::group::offset_threshold;
 use crate::blackbox::header::{Firmware, Header, LOG_START_MARKER};
 use crate::blackbox::predictor::normalise;
 use crate::blackbox::writer::SessionWriter;
@@ -713,9 +713,11 @@ impl Builder {
                     if matches!(field.encoding, Encoding::SignedVb | Encoding::UnsignedVb) =>
                 {
                     let scale = self.group_scale.get(i).copied().unwrap_or(0);
-                    let quietest = self.quietest_group.get(i).copied().unwrap_or(i64::MAX);
-                    let bound = (scale + 2)
-                        .min(OFFSET_FACTOR.saturating_mul(quietest.saturating_add(2)) - 1);
+                    let quiet_bound = self
+                        .quietest_group
+                        .get(i)
+                        .map_or(i64::MAX, |&quietest| offset_threshold(quietest) - 1);
+                    let bound = (scale + 2).min(quiet_bound);
                     let step = i64::from(src.value()).rem_euclid(2 * bound + 1) - bound;
                     let (low, high) = if field.signed {
                         (i64::from(i32::MIN), i64::from(i32::MAX))

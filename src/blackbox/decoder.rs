@@ -1015,13 +1015,7 @@ impl<'a> SessionDecoder<'a> {
                 let sample = f64::from(time.wrapping_sub(lt)) / f64::from(iterations);
                 let n = (self.loop_samples + 1).min(LOOP_TIME_SAMPLES);
                 let t = self.loop_time.unwrap_or(sample);
-                // Past the first samples, every frame divides by a constant.
-                let step = if n == LOOP_TIME_SAMPLES {
-                    (sample - t) / f64::from(LOOP_TIME_SAMPLES)
-                } else {
-                    (sample - t) / f64::from(n)
-                };
-                self.loop_time = Some(t + step);
+                self.loop_time = Some(t + (sample - t) / f64::from(n));
                 self.loop_samples = n;
             }
         }

@@ -23,6 +23,15 @@ use std::ops::Range;
 /// How many times the largest change inside the groups a field's step into and out of a group
 /// must be to set the group's I frame apart (clean real logs stay under 2).
 pub const OFFSET_FACTOR: i64 = 4;
+
+/// The step an offset must reach to stand out from a field's largest `change` elsewhere:
+/// [`OFFSET_FACTOR`] times (2 more than) it. A flipped bit's error is a power of two and this a
+/// multiple of 4, so a field at rest is offset by 8 or more. (Changes of 32-bit values are far
+/// from overflowing it; plain arithmetic keeps loops over fields on vectors.)
+#[inline(always)]
+pub fn offset_threshold(change: i64) -> i64 {
+    OFFSET_FACTOR * (change + 2)
+}
 /// Main frames a group needs before the steps into and out of it are compared with its inside.
 const MIN_MAINS_FOR_OFFSET: usize = 3;
 
@@ -90,8 +99,8 @@ impl Joins<'_> {
     }
 
     /// Negative when field `f`'s steps into and out of the group go opposite ways and both reach
-    /// [`OFFSET_FACTOR`] times (2 more than) the one change read inside each group, the first
-    /// of this one and the last of the group before. Without a branch, and without a minimum or
+    /// the [`offset_threshold`] of the one change read inside each group, the first of this one
+    /// and the last of the group before. Without a branch, and without a minimum or
     /// maximum (which 64-bit lanes lack): each of the four comparisons is the sign of a
     /// difference, and the sign of their `&` says whether all hold.
     #[inline(always)]
@@ -99,7 +108,7 @@ impl Joins<'_> {
         let (into, out) = self.steps(f);
         let (into_size, out_size) = (into.abs(), out.abs());
         // The largest step under the threshold.
-        let inside = |a: &[i64], b: &[i64]| OFFSET_FACTOR * ((a[f] - b[f]).abs() + 2) - 1;
+        let inside = |a: &[i64], b: &[i64]| offset_threshold((a[f] - b[f]).abs()) - 1;
         let this = inside(self.second, self.first);
         let before = inside(self.before_last, self.before_penultimate);
         (into ^ out)
@@ -135,9 +144,9 @@ pub struct Motion {
     current_groups: u32,
     previous: Vec<i64>,
     previous_groups: u32,
-    /// Per field, what a step to the next I frame must reach to be looked at:
-    /// [`OFFSET_FACTOR`] times (2 more than) its motion; `i64::MAX` for a field not watched, or
-    /// before enough groups were learnt.
+    /// Per field, what a step to the next I frame must reach to be looked at: the
+    /// [`offset_threshold`] of its motion; `i64::MAX` for a field not watched, or before enough
+    /// groups were learnt.
     thresholds: Vec<i64>,
 }
 
@@ -184,7 +193,7 @@ impl Motion {
         let warm = self.current_groups + self.previous_groups >= MIN_MOTION_GROUPS;
         for f in 0..n {
             self.thresholds[f] = if warm && self.watched[f] {
-                OFFSET_FACTOR.saturating_mul(self.largest(f).saturating_add(2))
+                offset_threshold(self.largest(f))
             } else {
                 i64::MAX
             };
@@ -423,9 +432,8 @@ impl Group {
     }
 
     /// Whether one field of the group's I frame is offset from both its neighbours: it steps from
-    /// `before` (the last trusted group: the one right before, or the last before damage) by at
-    /// least [`OFFSET_FACTOR`] times (2 more than) the largest change inside either group, and the
-    /// step to `next` (the next I frame) takes it back to within a quarter. Only fields marked in
+    /// `before` (the last trusted group: the one right before, or the last before damage) by the
+    /// [`offset_threshold`] of the largest change inside either group or more, and the step to `next` (the next I frame) takes it back to within a quarter. Only fields marked in
     /// `checked` are compared, and only groups of [`MIN_MAINS_FOR_OFFSET`] main frames or more.
     pub fn offset_by_its_i_frame(&self, before: &Group, next: &[i64], checked: &[bool]) -> bool {
         if self.mains < MIN_MAINS_FOR_OFFSET || before.mains < MIN_MAINS_FOR_OFFSET {
@@ -474,8 +482,7 @@ impl Group {
             let step = into.abs().min(out.abs());
             // The largest changes inside, read from the frames held, last.
             (into + out).abs() * 4 < into.abs() + out.abs()
-                && step
-                    >= OFFSET_FACTOR * (self.largest_change(f).max(before.largest_change(f)) + 2)
+                && step >= offset_threshold(self.largest_change(f).max(before.largest_change(f)))
         })
     }
 
@@ -485,9 +492,8 @@ impl Group {
     /// takes it back. Only fields whose step to `next` reaches their threshold in `motion` are
     /// looked at. The field's largest step inside the group is taken for the error's start, and
     /// the error that best explains the steps from there to `next` is fitted: the frame is offset
-    /// when that error reaches [`OFFSET_FACTOR`] times (2 more than) the field's recent motion
-    /// and every step it leaves unexplained (a flipped bit's error is a power of two, so a field
-    /// at rest is offset by 8 or more).
+    /// when that error reaches the [`offset_threshold`] of the field's recent motion and of every
+    /// step it leaves unexplained.
     pub fn first_offset_p_frame(
         &self,
         next: &[i64],

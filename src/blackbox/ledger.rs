@@ -205,27 +205,24 @@ impl Ledger {
         if self.awaiting.is_empty() {
             return;
         }
-        let bracket = self
+        // Without a trusted main frame before, or when the iteration went back, nothing is known
+        // lost: every count below comes out 0.
+        let (a, b) = self
             .last_main
-            .map(|(last, _)| (u64::from(last), u64::from(iteration)))
-            .filter(|(a, b)| b > a);
-        let (a, b) = bracket.unwrap_or_default();
-        let total = if bracket.is_some() {
-            self.logged_below(b)
-                .saturating_sub(self.logged_below(a + 1))
-        } else {
-            0
-        };
+            .map_or((0, 0), |(last, _)| (u64::from(last), u64::from(iteration)));
+        let total = self
+            .logged_below(b)
+            .saturating_sub(self.logged_below(a + 1));
         let refused: u64 = self.awaiting.iter().map(|&(_, r)| r).sum();
         let mut left = total;
         let mut from = a + 1;
         for (n, &(i, held)) in self.awaiting.iter().enumerate() {
-            let mut frames = if n == 0 {
-                held + total.saturating_sub(refused)
+            let unheld = if n == 0 {
+                total.saturating_sub(refused)
             } else {
-                held
+                0
             };
-            frames = frames.min(left);
+            let frames = (held + unheld).min(left);
             left -= frames;
             // Where the next span's first lost frame was logged, or the trusted frame after all.
             let to = if left > 0 {
@@ -235,10 +232,8 @@ impl Ledger {
             };
             let span = &mut self.report.corrupt_spans[i];
             span.time_end_us = Some(time64);
-            if bracket.is_some() {
-                span.frames_lost = frames;
-                span.iterations_lost = to.saturating_sub(from);
-            }
+            span.frames_lost = frames;
+            span.iterations_lost = to.saturating_sub(from);
             from = to;
         }
         self.awaiting.clear();
