@@ -127,8 +127,14 @@ fn bench(c: &mut Criterion) {
     group.bench_function("bbcheck export --jsonl", |b| {
         let reached = AtomicU64::new(0);
         b.iter(|| {
-            bbcheck::cli::export::write_jsonl("bench", &data, std::io::sink(), &reached)
-                .expect("export")
+            bbcheck::cli::export::write_jsonl(
+                "bench",
+                &data,
+                bbcheck::report::Keep::All,
+                std::io::sink(),
+                &reached,
+            )
+            .expect("export")
         })
     });
     group.bench_function("bbcheck export --csv, main rows to memory", |b| {

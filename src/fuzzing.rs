@@ -254,8 +254,14 @@ pub fn blackbox_check(data: &[u8]) {
 pub fn blackbox_export(data: &[u8]) {
     let reached = std::sync::atomic::AtomicU64::new(0);
     let mut jsonl = Vec::new();
-    let report = crate::cli::export::write_jsonl("fuzz", data, &mut jsonl, &reached)
-        .expect("writing to memory");
+    let report = crate::cli::export::write_jsonl(
+        "fuzz",
+        data,
+        crate::report::Keep::All,
+        &mut jsonl,
+        &reached,
+    )
+    .expect("writing to memory");
     let mut kinds = std::collections::BTreeMap::<String, u64>::new();
     for line in lines(&jsonl) {
         let record: serde_json::Value = serde_json::from_slice(line).unwrap_or_else(|e| {

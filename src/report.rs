@@ -80,6 +80,105 @@ impl DamageReason {
     }
 }
 
+/// How far an accepted frame can be trusted. Frames with structural evidence against them
+/// (they cannot be read in step) are not accepted at all: they lie in corrupt spans.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Trust {
+    /// Nothing speaks against the frame.
+    #[default]
+    Trusted,
+    /// Read in step, but its values are in doubt: a value rule fired (see [`Evidence`]).
+    Suspect,
+}
+
+/// Which accepted frames an export or a salvaged log holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Keep {
+    /// Trusted and suspect frames (suspect ones marked where the output can say so).
+    #[default]
+    All,
+    /// Trusted frames only (`--drop-suspect`).
+    Trusted,
+}
+
+impl Keep {
+    /// Whether a frame of `trust` is kept.
+    pub fn keeps(self, trust: Trust) -> bool {
+        self == Keep::All || trust == Trust::Trusted
+    }
+}
+
+/// The rule behind a [`SuspectSpan`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Rule {
+    /// A group's I frame steps away from the group before it, and the next I frame takes the
+    /// step back, by far more than the field changes inside the groups.
+    IFrameOffset,
+    /// A field steps away at a P frame and the next I frame takes it back, by far more than the
+    /// field's recent motion.
+    PFrameOffset,
+    /// Main frames were lost, or the time drifted, later in the I frame's group: the damage may
+    /// have begun inside the I frame, which still ended where a frame starts.
+    DamageAfterIFrame,
+}
+
+impl Rule {
+    /// The rule as written in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rule::IFrameOffset => "i-frame-offset",
+            Rule::PFrameOffset => "p-frame-offset",
+            Rule::DamageAfterIFrame => "damage-after-i-frame",
+        }
+    }
+}
+
+/// What a value rule saw.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Evidence {
+    pub rule: Rule,
+    /// The field whose values are in doubt, when the rule looks at one.
+    pub field: Option<String>,
+    /// The step (or fitted error) the rule measured.
+    pub offset: i64,
+    /// What the step had to reach for the rule to fire.
+    pub threshold: i64,
+    /// `offset / threshold` in magnitude: 1 at the threshold.
+    pub score: f64,
+}
+
+impl Evidence {
+    /// Evidence of `rule` on `field`, scored.
+    pub fn new(rule: Rule, field: Option<String>, offset: i64, threshold: i64) -> Evidence {
+        let score = offset.unsigned_abs() as f64 / threshold.unsigned_abs().max(1) as f64;
+        Evidence {
+            rule,
+            field,
+            offset,
+            threshold,
+            score: (score * 100.0).round() / 100.0,
+        }
+    }
+}
+
+/// Frames read in step whose values are in doubt: kept in exports and salvage, marked.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SuspectSpan {
+    /// From the first suspect frame's start to the last one's end (half-open, absolute).
+    pub start: u64,
+    pub end: u64,
+    /// Session the span belongs to (1-based).
+    pub session: usize,
+    /// Main frames in doubt.
+    pub frames: u64,
+    /// Flight time (µs, 64-bit monotonic) of the first and last suspect main frames.
+    pub time_start_us: Option<u64>,
+    pub time_end_us: Option<u64>,
+    pub evidence: Evidence,
+}
+
 /// Bytes that are not damage, by what they are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -188,6 +287,7 @@ pub struct SessionReport {
     pub log_end: bool,
     pub header_problems: Vec<String>,
     pub corrupt_spans: Vec<CorruptSpan>,
+    pub suspect_spans: Vec<SuspectSpan>,
     pub regions: Vec<Region>,
 }
 
@@ -226,19 +326,30 @@ impl SessionReport {
     }
 }
 
+/// A file's verdict from its spans.
+pub fn verdict(corrupt: &[CorruptSpan], suspect: &[SuspectSpan]) -> &'static str {
+    match (corrupt.is_empty(), suspect.is_empty()) {
+        (false, _) => "damaged",
+        (true, false) => "suspect",
+        (true, true) => "clean",
+    }
+}
+
 /// What one file holds.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FileReport {
     pub path: String,
     pub size: u64,
     pub format: &'static str,
-    /// `clean` or `damaged`.
+    /// `clean`, `suspect` (every byte read in step, some values in doubt) or `damaged`.
     pub verdict: &'static str,
     pub sessions: Vec<SessionReport>,
     /// Regions outside every session (bytes before the first one).
     pub regions: Vec<Region>,
     /// Every corrupt span of every session, in file order.
     pub corrupt_spans: Vec<CorruptSpan>,
+    /// Every suspect span of every session, in file order.
+    pub suspect_spans: Vec<SuspectSpan>,
 }
 
 impl FileReport {
@@ -253,18 +364,19 @@ impl FileReport {
             .iter()
             .flat_map(|s| s.corrupt_spans.iter().cloned())
             .collect();
+        let suspect_spans: Vec<SuspectSpan> = sessions
+            .iter()
+            .flat_map(|s| s.suspect_spans.iter().cloned())
+            .collect();
         FileReport {
             path,
             size,
             format: "blackbox",
-            verdict: if corrupt_spans.is_empty() {
-                "clean"
-            } else {
-                "damaged"
-            },
+            verdict: verdict(&corrupt_spans, &suspect_spans),
             sessions,
             regions,
             corrupt_spans,
+            suspect_spans,
         }
     }
 

@@ -8,7 +8,7 @@ use bbcheck::blackbox::event::Event;
 use bbcheck::blackbox::frame::FrameKind;
 use bbcheck::blackbox::salvage::salvage;
 use bbcheck::damage::{self, Model};
-use bbcheck::report::RegionKind;
+use bbcheck::report::{Keep, RegionKind};
 use std::path::PathBuf;
 
 #[derive(Default, PartialEq, Debug)]
@@ -220,8 +220,15 @@ fn a_long_session_is_written_out_as_it_goes() {
     assert!(data.len() > 2 << 20, "{} bytes", data.len());
     let mut pieces = Pieces::default();
     let reached = std::sync::atomic::AtomicU64::new(0);
-    let (report, sessions) =
-        bbcheck::blackbox::salvage::salvage_into("t", &data, None, &reached, &mut pieces).unwrap();
+    let (report, sessions) = bbcheck::blackbox::salvage::salvage_into(
+        "t",
+        &data,
+        None,
+        Keep::All,
+        &reached,
+        &mut pieces,
+    )
+    .unwrap();
     assert!(report.is_clean());
     assert_eq!(
         pieces.bytes, data,
@@ -279,7 +286,8 @@ fn salvage_stops_writing_at_the_first_output_error_and_returns_it() {
         calls_after_failing: 0,
     };
     let reached = std::sync::atomic::AtomicU64::new(0);
-    let result = bbcheck::blackbox::salvage::salvage_into("t", &data, None, &reached, &mut full);
+    let result =
+        bbcheck::blackbox::salvage::salvage_into("t", &data, None, Keep::All, &reached, &mut full);
     let Err(error) = result else {
         panic!("salvage went on past the output's error");
     };

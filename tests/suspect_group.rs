@@ -1,18 +1,71 @@
 //! A value shifted through a whole I-frame group (what a byte lost inside an I frame's field
-//! leaves behind) is reported as a suspect group and its frames are not trusted.
+//! leaves behind), or from a P frame to the next I frame (a flipped bit), is reported: its frames
+//! are kept as suspect, with the rule, field and score that doubt them, or refused as a
+//! suspect-group span when the score reaches the corrupt bound. No trusted frame holds it.
 
 mod common;
 
+use bbcheck::blackbox::decoder::{Frame, Sink};
 use bbcheck::blackbox::event::Event;
 use bbcheck::blackbox::frame::FrameKind;
 use bbcheck::blackbox::writer::SessionWriter;
 use bbcheck::fuzzing::{Collect, Record};
-use bbcheck::report::{DamageReason, FileReport};
+use bbcheck::report::{DamageReason, FileReport, Rule, Trust};
 
 fn decode(data: &[u8]) -> (Collect, FileReport) {
     let mut records = Collect::default();
     let report = bbcheck::blackbox::decode("t", data, |_, _| {}, &mut records);
     (records, report)
+}
+
+/// The values of the trusted main frames, and of the suspect ones.
+#[derive(Default)]
+struct ByTrust {
+    trusted: Vec<Vec<i64>>,
+    suspect: Vec<Vec<i64>>,
+}
+
+impl Sink for ByTrust {
+    fn frame(&mut self, frame: &Frame<'_>) {
+        if matches!(frame.kind, FrameKind::I | FrameKind::P) {
+            match frame.trust {
+                Trust::Trusted => self.trusted.push(frame.values.to_vec()),
+                Trust::Suspect => self.suspect.push(frame.values.to_vec()),
+            }
+        }
+    }
+}
+
+fn by_trust(data: &[u8]) -> ByTrust {
+    let mut frames = ByTrust::default();
+    bbcheck::blackbox::decode("t", data, |_, _| {}, &mut frames);
+    frames
+}
+
+/// The report holds one suspect span, of `rule` on `field`, over `range`, and no corrupt span;
+/// the frames it keeps in doubt are `frames`, and no trusted frame holds `field` other than `at`.
+fn assert_suspect(
+    data: &[u8],
+    rule: Rule,
+    (field, name): (usize, &str),
+    range: &std::ops::Range<usize>,
+    frames: usize,
+    at: i64,
+) {
+    let (_, report) = decode(data);
+    assert!(report.is_clean(), "{:?}", report.corrupt_spans);
+    assert_eq!(report.verdict, "suspect");
+    let spans = &report.suspect_spans;
+    assert_eq!(spans.len(), 1, "{spans:?}");
+    let span = &spans[0];
+    assert_eq!(span.evidence.rule, rule);
+    assert_eq!(span.evidence.field.as_deref(), Some(name));
+    assert!(span.evidence.score >= 1.0, "{span:?}");
+    assert!(span.start as usize <= range.start && range.end <= span.end as usize);
+    assert_eq!(span.frames as usize, frames);
+    let kept = by_trust(data);
+    assert_eq!(kept.suspect.len(), frames);
+    assert!(kept.trusted.iter().all(|v| v[field] == at));
 }
 
 /// The demo log's first session, re-written with `shift` added to field `field` of every main
@@ -119,15 +172,15 @@ fn an_i_frame_group_of_a_field_at_rest_offset_by_a_flipped_bit_is_a_suspect_grou
     let (clean, _) = rewrite(5, field, 0, false, true);
     assert!(decode(&clean).1.is_clean());
     let (shifted, range) = rewrite(5, field, 8, false, true);
-    let (records, report) = decode(&shifted);
-    let spans = &report.corrupt_spans;
-    assert_eq!(spans.len(), 1, "{spans:?}");
-    assert_eq!(spans[0].reason, DamageReason::SuspectGroup);
-    assert!(spans[0].start as usize <= range.start && range.end <= spans[0].end as usize);
-    assert!(records.0.iter().all(|r| match r {
-        Record::Frame(FrameKind::I | FrameKind::P, v) => v[field] == 0,
-        _ => true,
-    }));
+    // The group's 32 main frames are kept, marked.
+    assert_suspect(
+        &shifted,
+        Rule::IFrameOffset,
+        (field, "gyroADC[0]"),
+        &range,
+        32,
+        0,
+    );
 }
 
 #[test]
@@ -277,7 +330,8 @@ fn a_value_offset_from_a_p_frame_to_the_next_i_frame_is_a_suspect_group() {
         let (clean_records, clean_report) = decode(&clean);
         assert!(clean_report.is_clean(), "{:?}", clean_report.corrupt_spans);
 
-        let (flipped, range, damaged_frames) = flip_delta(47, 10, field, 1 << 14, false);
+        // Far past the corrupt bound: refused.
+        let (flipped, range, damaged_frames) = flip_delta(47, 10, field, 1 << 22, false);
         let lost = damaged_frames.len();
         assert!(lost > 2, "the P frame flipped is not the group's last");
         let (records, report) = decode(&flipped);
@@ -376,10 +430,67 @@ fn a_field_at_rest_offset_by_a_flipped_bit_is_a_suspect_group() {
     let (_, clean_report) = decode(&clean);
     assert!(clean_report.is_clean(), "{:?}", clean_report.corrupt_spans);
     let (flipped, range, damaged_frames) = flip_delta(47, 10, field, 8, true);
-    let (records, report) = decode(&flipped);
-    assert_suspect_stretch("axisP[0]", &report, &range, &damaged_frames);
-    assert!(records.0.iter().all(|r| match r {
-        Record::Frame(FrameKind::I | FrameKind::P, v) => v[field] == 0,
-        _ => true,
-    }));
+    // From the flipped P frame to the group's end, kept and marked.
+    let first = *damaged_frames.first().unwrap();
+    let range = first..range.end;
+    assert_suspect(
+        &flipped,
+        Rule::PFrameOffset,
+        (field, "axisP[0]"),
+        &range,
+        damaged_frames.len(),
+        0,
+    );
+}
+
+#[test]
+fn suspect_frames_are_kept_and_marked_unless_dropped() {
+    let (shifted, _) = rewrite(5, gyro_x(), 8, false, true);
+    let dir = common::TempDir::new("suspect-cli");
+    let log = dir.join("shifted.bbl");
+    std::fs::write(&log, &shifted).unwrap();
+    let log = log.to_str().unwrap();
+    // Clean bytes with values in doubt: exit 0, unless asked to be strict.
+    assert_eq!(common::bbcheck(&["check", log]).status.code(), Some(0));
+    assert_eq!(
+        common::bbcheck(&["check", "--strict", log]).status.code(),
+        Some(1)
+    );
+    let jsonl = |extra: &[&str]| {
+        let out = common::bbcheck(&[&["export", "--jsonl", log], extra].concat());
+        assert_eq!(out.status.code(), Some(0));
+        let text = String::from_utf8(out.stdout).unwrap();
+        let mains = text
+            .lines()
+            .filter(|l| l.starts_with("{\"type\":\"I\"") || l.starts_with("{\"type\":\"P\""));
+        let (all, marked): (Vec<&str>, Vec<&str>) = (mains.clone().collect(), {
+            mains
+                .filter(|l| l.ends_with(",\"trust\":\"suspect\"}"))
+                .collect()
+        });
+        (all.len(), marked.len())
+    };
+    let (all, marked) = jsonl(&[]);
+    assert_eq!(marked, 32);
+    assert_eq!(jsonl(&["--drop-suspect"]), (all - 32, 0));
+    // Salvage keeps them (the output reads as the input did); --drop-suspect leaves them out.
+    let kept = dir.join("kept.bbl");
+    let dropped = dir.join("dropped.bbl");
+    let salvage = |out: &std::path::Path, extra: &[&str]| {
+        let args = [&["salvage", log, "-o", out.to_str().unwrap()], extra].concat();
+        assert_eq!(common::bbcheck(&args).status.code(), Some(0));
+        let (_, report) = decode(&std::fs::read(out).unwrap());
+        report
+    };
+    let report = salvage(&kept, &[]);
+    assert_eq!(report.verdict, "suspect");
+    let (input, output) = (by_trust(&shifted), by_trust(&std::fs::read(&kept).unwrap()));
+    assert_eq!(output.suspect, input.suspect);
+    assert_eq!(output.trusted, input.trusted);
+    let report = salvage(&dropped, &["--drop-suspect"]);
+    assert_eq!(report.verdict, "clean");
+    assert_eq!(
+        by_trust(&std::fs::read(&dropped).unwrap()).trusted.len(),
+        all - 32
+    );
 }

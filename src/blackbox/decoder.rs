@@ -8,11 +8,11 @@
 use super::codec::{CodecErrorKind, Encoding};
 use super::event::{Event, EventError};
 use super::frame::{FrameKind, MAX_FRAME_LEN};
-use super::group::{Group, Item, LineFeedValue, Motion, Untrusted};
+use super::group::{Group, Item, LineFeedValue, Motion, Suspicion, Untrusted};
 use super::header::Header;
 use super::ledger::{self, Layout, Ledger};
 use super::predictor::{Context, MainHistory, Predictor};
-use crate::report::{DamageReason, FrameCounts, RegionKind, SessionReport};
+use crate::report::{DamageReason, FrameCounts, RegionKind, Rule, SessionReport, Trust};
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::mpsc::{Receiver, Sender};
@@ -43,6 +43,18 @@ const CM_PER_COORDINATE: f64 = 1.113;
 /// Padding shorter than this at the end of a session is counted with the damage before it.
 const MIN_PADDING: usize = 8;
 
+/// The score from which value evidence alone refuses frames rather than marking them suspect
+/// (see docs/design.md for its calibration on clean flights).
+pub const CORRUPT_SCORE: f64 = 64.0;
+
+/// The suspect main frames of one group, as they are committed.
+struct SuspectRun {
+    start: usize,
+    end: usize,
+    frames: u64,
+    times: (Option<u64>, Option<u64>),
+}
+
 /// Which rules decide what to trust.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Validation {
@@ -64,6 +76,8 @@ pub struct Frame<'a> {
     pub values: &'a [i64],
     /// The `time` field's index and its 64-bit monotonic value (I, P and G frames).
     pub time: Option<(usize, u64)>,
+    /// Whether a value rule doubts the frame.
+    pub trust: Trust,
 }
 
 /// An accepted event.
@@ -484,6 +498,7 @@ impl<'a> SessionDecoder<'a> {
             log_end: false,
             header_problems: header.problems.iter().map(|p| p.message.clone()).collect(),
             corrupt_spans: Vec::new(),
+            suspect_spans: Vec::new(),
             regions: Vec::new(),
         };
         let (iteration_index, time_index) = (layout.iteration_index, layout.time_index);
@@ -1081,9 +1096,12 @@ impl<'a> SessionDecoder<'a> {
             let joined = self.stream_valid && self.group.is_open();
             // Across a logging pause the values need not continue.
             let resumed = self.group.resumed();
-            let offset = joined
-                && !resumed
-                && self.history.last_two().0.is_some_and(|next| {
+            let offset = self
+                .history
+                .last_two()
+                .0
+                .filter(|_| joined && !resumed)
+                .and_then(|next| {
                     self.group
                         .offset_by_its_i_frame(&self.before, next, &self.offset_fields)
                 });
@@ -1103,24 +1121,33 @@ impl<'a> SessionDecoder<'a> {
             if lost_frames || time_drifted {
                 self.group.drifted();
             }
-            let trusted = !offset && (joined || self.group.trusted_without_join());
+            let in_step = joined || self.group.trusted_without_join();
+            let trusted = offset.is_none() && in_step;
             let next = self.history.last_two().0.filter(|_| joined && !resumed);
-            let mut untrusted = self.group.first_untrusted(
+            let untrusted = self.group.first_untrusted(
                 &self.before_line_feeds,
                 next,
                 &self.p_predictors,
                 self.time_index,
             );
             // A P frame offset from there to the next I frame.
-            if let Some(from) = next.and_then(|next| {
-                self.group
-                    .first_offset_p_frame(next, &self.p_predictors, &self.motion)
-            }) && from < untrusted.from
-            {
-                untrusted.from = from;
-                untrusted.reason = DamageReason::SuspectGroup;
-            }
-            let settled = untrusted.from == self.group.items.len();
+            let p_offset = next
+                .and_then(|next| {
+                    self.group
+                        .first_offset_p_frame(next, &self.p_predictors, &self.motion)
+                })
+                .filter(|&(from, _)| from < untrusted.from);
+            let suspicion = offset
+                .map(|offset| Suspicion::of(Rule::IFrameOffset, 0, offset))
+                .or(p_offset.map(|(from, offset)| Suspicion::of(Rule::PFrameOffset, from, offset)))
+                .or(untrusted.after_i_frame.then_some(Suspicion {
+                    from: 0,
+                    rule: Rule::DamageAfterIFrame,
+                    offset: None,
+                }));
+            // The decoder goes on as if the group ended where its values come into doubt.
+            let kept = p_offset.map_or(untrusted.from, |(from, _)| from);
+            let settled = kept == self.group.items.len();
             if let Some(next) = next
                 && trusted
                 && settled
@@ -1134,15 +1161,14 @@ impl<'a> SessionDecoder<'a> {
             {
                 self.before_line_feeds.extend_from_slice(last);
             }
-            self.commit_group(trusted, untrusted, sink);
+            self.commit_group(in_step, untrusted, suspicion, sink);
             if trusted && settled && !resumed {
                 std::mem::swap(&mut self.before, &mut self.group);
             } else {
                 self.before.clear();
             }
             // The next group follows this one if this one's I frame is trusted.
-            self.group
-                .restart(joined && trusted && untrusted.from > 0, anchor);
+            self.group.restart(joined && trusted && kept > 0, anchor);
         }
         self.learn_loop_time(iteration, time);
         self.stream_valid = true;
@@ -1215,7 +1241,8 @@ impl<'a> SessionDecoder<'a> {
         } else {
             let mut item = item;
             item.values = 0..values.len();
-            self.ledger.commit(&item, values, true, sink);
+            self.ledger
+                .commit(&item, values, Some(Trust::Trusted), sink);
         }
     }
 
@@ -1260,24 +1287,56 @@ impl<'a> SessionDecoder<'a> {
         self.scan_gap.get_or_insert(reason);
     }
 
-    /// Record every frame the group held: main frames are trusted as the group is, up to
-    /// `untrusted.from`. The others stand on their own, except that nothing vouches for one read
-    /// right after damage and followed right by damage (for the last one held, the damage before
-    /// what closes the group), and a G frame is trusted only with the time of the main frame its
-    /// time is predicted from.
-    fn commit_group(&mut self, trusted: bool, untrusted: Untrusted, sink: &mut impl Sink) {
+    /// Record every frame the group held: main frames are kept as far as the group is read in
+    /// step (`in_step`), up to `untrusted.from`, and are suspect from where `suspicion` puts
+    /// their values in doubt (refused when its evidence is past [`CORRUPT_SCORE`]). The others
+    /// stand on their own, except that nothing vouches for one read right after damage and
+    /// followed right by damage (for the last one held, the damage before what closes the
+    /// group), and a G frame is trusted only with the time of the main frame its time is
+    /// predicted from.
+    fn commit_group(
+        &mut self,
+        mut in_step: bool,
+        mut untrusted: Untrusted,
+        suspicion: Option<Suspicion>,
+        sink: &mut impl Sink,
+    ) {
+        let main_names = self.header.def(FrameKind::I).map(|d| d.names.as_slice());
+        let mut evidence = suspicion.map(|s| s.evidence(main_names.unwrap_or(&[])));
+        if let (Some(s), Some(e)) = (suspicion, &evidence)
+            && e.score >= CORRUPT_SCORE
+        {
+            if s.rule == Rule::IFrameOffset {
+                in_step = false;
+            } else {
+                untrusted.from = untrusted.from.min(s.from);
+                untrusted.reason = DamageReason::SuspectGroup;
+            }
+            evidence = None;
+        }
+        let suspect_from = match (suspicion, &evidence) {
+            (Some(s), Some(_)) => s.from,
+            _ => usize::MAX,
+        };
+        // The I frame's values stand under the rest: an offset there puts every time in doubt.
+        let i_frame_doubted = suspicion.is_some_and(|s| s.rule == Rule::IFrameOffset);
         let (group, ledger) = (&self.group, &mut self.ledger);
         let closed_in_step = followed_in_step(self.scan_gap);
         let mut time_trusted = true;
+        let mut span: Option<SuspectRun> = None;
         for (i, item) in group.items.iter().enumerate() {
             let trust = match item.kind {
                 FrameKind::I | FrameKind::P => {
-                    let trust = trusted && i < untrusted.from;
-                    if trusted && !trust {
+                    let kept = in_step && i < untrusted.from;
+                    if in_step && !kept {
                         ledger.note_gap(untrusted.reason);
                     }
-                    time_trusted = trusted && i < untrusted.time_from;
-                    trust
+                    time_trusted = kept && !i_frame_doubted && i < untrusted.time_from;
+                    match (kept, i >= suspect_from) {
+                        (false, _) => None,
+                        (true, false) => Some(Trust::Trusted),
+                        (true, true) => Some(Trust::Suspect),
+                    }
                 }
                 kind => {
                     let followed = group
@@ -1285,10 +1344,25 @@ impl<'a> SessionDecoder<'a> {
                         .get(i + 1)
                         .map_or(closed_in_step, |next| followed_in_step(next.gap));
                     let vouched = item.gap.is_none() || followed;
-                    vouched && (kind != FrameKind::G || time_trusted)
+                    (vouched && (kind != FrameKind::G || time_trusted)).then_some(Trust::Trusted)
                 }
             };
             ledger.commit(item, group.values(item), trust, sink);
+            if trust == Some(Trust::Suspect) {
+                let time = ledger.last_main_time();
+                let run = span.get_or_insert(SuspectRun {
+                    start: item.start,
+                    end: item.end,
+                    frames: 0,
+                    times: (time, time),
+                });
+                run.end = item.end;
+                run.frames += 1;
+                run.times.1 = time;
+            }
+        }
+        if let (Some(run), Some(evidence)) = (span, evidence) {
+            ledger.push_suspect((run.start, run.end), run.frames, run.times, evidence);
         }
     }
 
@@ -1299,7 +1373,12 @@ impl<'a> SessionDecoder<'a> {
             let untrusted =
                 self.group
                     .first_untrusted(&[], None, &self.p_predictors, self.time_index);
-            self.commit_group(trusted, untrusted, sink);
+            let suspicion = untrusted.after_i_frame.then_some(Suspicion {
+                from: 0,
+                rule: Rule::DamageAfterIFrame,
+                offset: None,
+            });
+            self.commit_group(trusted, untrusted, suspicion, sink);
             self.group.clear();
         }
     }

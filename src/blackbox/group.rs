@@ -17,7 +17,7 @@
 use super::event::Event;
 use super::frame::FrameKind;
 use super::predictor::{MainHistory, Predictor};
-use crate::report::DamageReason;
+use crate::report::{DamageReason, Evidence, Rule};
 use std::ops::Range;
 
 /// How many times the largest change inside the groups a field's step into and out of a group
@@ -53,6 +53,48 @@ pub struct LineFeedValue {
     pub delta: i64,
 }
 
+/// What a value rule measured on one field: the step (or fitted error) and the threshold it
+/// reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Offset {
+    pub field: usize,
+    pub offset: i64,
+    pub threshold: i64,
+}
+
+/// Value evidence against a group's main frames from `from` on.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Suspicion {
+    pub from: usize,
+    pub rule: Rule,
+    /// What the rule measured, when it looks at one field.
+    pub offset: Option<Offset>,
+}
+
+impl Suspicion {
+    /// The suspicion of a rule that measured `offset` from main frame item `from` on.
+    pub fn of(rule: Rule, from: usize, offset: Offset) -> Suspicion {
+        Suspicion {
+            from,
+            rule,
+            offset: Some(offset),
+        }
+    }
+
+    /// The evidence as reports state it, naming the field from the main-frame `names`.
+    pub fn evidence(&self, names: &[String]) -> Evidence {
+        match self.offset {
+            Some(o) => Evidence::new(
+                self.rule,
+                names.get(o.field).cloned(),
+                o.offset,
+                o.threshold,
+            ),
+            None => Evidence::new(self.rule, None, 0, 0),
+        }
+    }
+}
+
 /// Which of a group's items not to trust (`items.len()` when each may be trusted).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Untrusted {
@@ -62,6 +104,9 @@ pub struct Untrusted {
     /// The first main frame whose time is in doubt (at or after `from`): a GPS frame's time is
     /// predicted from the main frame before it.
     pub time_from: usize,
+    /// Whether only the I frame is kept of a group that drifted: the damage may have begun
+    /// inside it.
+    pub after_i_frame: bool,
 }
 
 /// A frame the rules accept, waiting for the group's verdict.
@@ -356,7 +401,12 @@ impl Group {
             self.first_unsettled_line_feeds(before, next, predictors, time_field);
         let drift = if self.drifted {
             let corroborated = self.joined || next.is_some();
-            self.items.len().min(usize::from(corroborated))
+            // In a text-mode copy a line feed is the only byte changed: the frames before the
+            // first one that reads otherwise as a carriage return hold what was logged.
+            let first_line_feed = self.line_feeds.first().map_or(1, |&(item, _)| item.max(1));
+            self.items
+                .len()
+                .min(first_line_feed * usize::from(corroborated))
         } else {
             self.items.len()
         };
@@ -369,6 +419,7 @@ impl Group {
             from,
             reason,
             time_from: drift.min(time),
+            after_i_frame: self.drifted && drift == 1 && drift < line_feed,
         }
     }
 
@@ -435,23 +486,28 @@ impl Group {
     /// `before` (the last trusted group: the one right before, or the last before damage) by the
     /// [`offset_threshold`] of the largest change inside either group or more, and the step to `next` (the next I frame) takes it back to within a quarter. Only fields marked in
     /// `checked` are compared, and only groups of [`MIN_MAINS_FOR_OFFSET`] main frames or more.
-    pub fn offset_by_its_i_frame(&self, before: &Group, next: &[i64], checked: &[bool]) -> bool {
+    pub fn offset_by_its_i_frame(
+        &self,
+        before: &Group,
+        next: &[i64],
+        checked: &[bool],
+    ) -> Option<Offset> {
         if self.mains < MIN_MAINS_FOR_OFFSET || before.mains < MIN_MAINS_FOR_OFFSET {
-            return false;
+            return None;
         }
         let (Some(first), Some(last), Some(before_last)) = (
             self.first_main.clone().map(|r| &self.values[r]),
             self.last_main(),
             before.last_main(),
         ) else {
-            return false;
+            return None;
         };
         let n = first.len();
         if [before_last.len(), next.len(), last.len(), checked.len()]
             .iter()
             .any(|&len| len != n)
         {
-            return false;
+            return None;
         }
         // One change inside each group (its first, and the last of the group before), which the
         // largest changes are at least.
@@ -472,17 +528,23 @@ impl Group {
         // Almost every field fails the cheap conditions: a first pass over all of them, without a
         // branch, says whether any passes.
         if (0..n).fold(0, |any, f| any | joins.cheap_conditions(f)) >= 0 {
-            return false;
+            return None;
         }
-        (0..n).any(|f| {
+        (0..n).find_map(|f| {
             if joins.cheap_conditions(f) >= 0 || !checked[f] {
-                return false;
+                return None;
             }
             let (into, out) = joins.steps(f);
             let step = into.abs().min(out.abs());
             // The largest changes inside, read from the frames held, last.
-            (into + out).abs() * 4 < into.abs() + out.abs()
-                && step >= offset_threshold(self.largest_change(f).max(before.largest_change(f)))
+            let threshold = offset_threshold(self.largest_change(f).max(before.largest_change(f)));
+            ((into + out).abs() * 4 < into.abs() + out.abs() && step >= threshold).then_some(
+                Offset {
+                    field: f,
+                    offset: into,
+                    threshold,
+                },
+            )
         })
     }
 
@@ -499,7 +561,7 @@ impl Group {
         next: &[i64],
         predictors: &[Predictor],
         motion: &Motion,
-    ) -> Option<usize> {
+    ) -> Option<(usize, Offset)> {
         let last = self.last_main()?;
         let n = motion.thresholds.len();
         if self.mains < MIN_MAINS_FOR_OFFSET || last.len() != n || next.len() != n {
@@ -517,21 +579,22 @@ impl Group {
             .filter_map(|f| {
                 self.offset_from_p_frame(f, next[f] - last[f], predictors.get(f), motion.largest(f))
             })
-            .min()?;
+            .min_by_key(|&(start, _)| start)?;
         // The item holding that main frame.
-        self.main_items().nth(first).map(|(item, _)| item)
+        let (start, offset) = first;
+        self.main_items().nth(start).map(|(item, _)| (item, offset))
     }
 
     /// The main frame (counted from the I frame) from which field `f` is offset (see
-    /// [`Group::first_offset_p_frame`]), `join` being its step to the next I frame and `quiet`
-    /// its recent largest step.
+    /// [`Group::first_offset_p_frame`]), with the error fitted, `join` being its step to the next
+    /// I frame and `quiet` its recent largest step.
     fn offset_from_p_frame(
         &self,
         f: usize,
         join: i64,
         predictor: Option<&Predictor>,
         quiet: i64,
-    ) -> Option<usize> {
+    ) -> Option<(usize, Offset)> {
         if self.main_frames().any(|m| m.len() <= f) {
             return None;
         }
@@ -575,7 +638,15 @@ impl Group {
             .map(|(s, g)| (s as f64 - error * g).abs())
             .chain(steps().take(start - 1).map(|s| s.abs() as f64))
             .fold(quiet as f64, f64::max);
-        (error.abs() >= OFFSET_FACTOR as f64 * (unexplained + 2.0)).then_some(start)
+        let threshold = OFFSET_FACTOR as f64 * (unexplained + 2.0);
+        (error.abs() >= threshold).then_some((
+            start,
+            Offset {
+                field: f,
+                offset: error.round() as i64,
+                threshold: threshold.ceil() as i64,
+            },
+        ))
     }
 
     /// Note that the main frame held last starting at `start` reads otherwise if line feeds in it

@@ -5,7 +5,9 @@ use super::decoder::{EventFrame, Frame, Sink};
 use super::event::Event;
 use super::frame::FrameKind;
 use super::group::Item;
-use crate::report::{CorruptSpan, DamageReason, RegionKind, SessionReport};
+use crate::report::{
+    CorruptSpan, DamageReason, Evidence, RegionKind, SessionReport, SuspectSpan, Trust,
+};
 
 /// Turns 32-bit timestamps into a monotonic 64-bit time across rollovers.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -89,13 +91,20 @@ impl Ledger {
         self.gap.get_or_insert(reason);
     }
 
-    /// Record a frame: trusted frames reach the sink, the others join the damage around them.
-    pub fn commit(&mut self, item: &Item, values: &[i64], trusted: bool, sink: &mut impl Sink) {
-        if !trusted {
+    /// Record a frame: trusted and suspect frames reach the sink, the others (`None`) join the
+    /// damage around them.
+    pub fn commit(
+        &mut self,
+        item: &Item,
+        values: &[i64],
+        trust: Option<Trust>,
+        sink: &mut impl Sink,
+    ) {
+        let Some(trust) = trust else {
             self.gap = self.gap.or(item.gap).or(Some(DamageReason::SuspectGroup));
             self.refused += u64::from(matches!(item.kind, FrameKind::I | FrameKind::P));
             return;
-        }
+        };
         if item.start > self.accounted {
             let reason = self.gap.or(item.gap).unwrap_or(DamageReason::Garbage);
             self.push_corrupt(self.accounted, item.start, reason);
@@ -155,7 +164,33 @@ impl Ledger {
             len,
             values,
             time,
+            trust,
         });
+    }
+
+    /// Report the main frames of one group committed as suspect, from `start` to `end`, with the
+    /// flight times of the first and last of them and what the rule saw.
+    pub fn push_suspect(
+        &mut self,
+        (start, end): (usize, usize),
+        frames: u64,
+        times: (Option<u64>, Option<u64>),
+        evidence: Evidence,
+    ) {
+        self.report.suspect_spans.push(SuspectSpan {
+            start: start as u64,
+            end: end as u64,
+            session: self.report.index,
+            frames,
+            time_start_us: times.0,
+            time_end_us: times.1,
+            evidence,
+        });
+    }
+
+    /// The 64-bit time of the last trusted or suspect main frame.
+    pub fn last_main_time(&self) -> Option<u64> {
+        self.last_main.map(|(_, t)| t)
     }
 
     /// A trusted main frame: its 64-bit time, and what the spans before it cost.

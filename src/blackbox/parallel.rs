@@ -174,6 +174,11 @@ fn join(first: PieceEnd, later: Vec<PieceEnd>) -> (SessionReport, usize) {
                 .into_iter()
                 .filter(|s| s.start >= accounted),
         );
+        report.suspect_spans.extend(
+            next.suspect_spans
+                .into_iter()
+                .filter(|s| s.start >= accounted),
+        );
         for region in next.regions {
             report.push_region(region.start.max(accounted), region.end, region.kind);
         }

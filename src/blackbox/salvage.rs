@@ -13,7 +13,7 @@ use super::frame::FrameKind;
 use super::header::{LINE_FEEDS_CHECKED, LOG_START_MARKER};
 use super::writer::SessionWriter;
 use super::{Session, decode_with};
-use crate::report::{FileReport, FrameCounts};
+use crate::report::{FileReport, FrameCounts, Keep};
 use serde::Serialize;
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -121,6 +121,8 @@ struct Reencoder<'a> {
     /// The first error the output gave; nothing more is written after it.
     error: Option<io::Error>,
     select: Option<usize>,
+    /// Which frames to write.
+    keep: Keep,
     /// Whether the input was copied in text mode (decided at its first session).
     text_mode: Option<bool>,
     /// The input offset decoding has reached (for progress bars and releasing mapped pages).
@@ -353,6 +355,10 @@ impl Reencoder<'_> {
     }
 
     fn write_frame(&mut self, frame: &Frame<'_>) {
+        // A frame left out is a loss like damage: the next one written marks the seam.
+        if !self.keep.keeps(frame.trust) {
+            return;
+        }
         // Damaged bytes came between this frame and the last one kept.
         let after_damage = self.last_input_end.is_some_and(|end| end != frame.offset);
         self.note_position(frame.offset, frame.offset + frame.len as u64);
@@ -440,12 +446,13 @@ impl Sink for Reencoder<'_> {
     }
 }
 
-/// Salvage `file`: every session (or only `select`), each re-encoded on its own and held in
-/// memory, and the report of what the input held.
+/// Salvage `file`: every session (or only `select`), each re-encoded on its own (suspect frames
+/// kept) and held in memory, and the report of what the input held.
 pub fn salvage(path: &str, file: &[u8], select: Option<usize>) -> (FileReport, Vec<SalvagedBytes>) {
     let mut held: Vec<(usize, Vec<u8>)> = Vec::new();
-    let (report, sessions) = salvage_into(path, file, select, &AtomicU64::new(0), &mut held)
-        .expect("writing to memory cannot fail");
+    let (report, sessions) =
+        salvage_into(path, file, select, Keep::All, &AtomicU64::new(0), &mut held)
+            .expect("writing to memory cannot fail");
     let bytes = held.into_iter().map(|(_, bytes)| bytes);
     let salvaged = sessions
         .into_iter()
@@ -456,17 +463,19 @@ pub fn salvage(path: &str, file: &[u8], select: Option<usize>) -> (FileReport, V
 }
 
 /// Salvage `file` into `output` as it decodes: every session (or only `select`), each re-encoded
-/// on its own; the report of what the input held, and what was written of each session (its
+/// on its own with the frames `keep` names; the report of what the input held, and what was written of each session (its
 /// `output_start` is 0, its `output_end` its length). The input offset decoding has reached goes
 /// to `reached` as it goes. Stops writing at the output's first error, and returns it.
 pub fn salvage_into(
     path: &str,
     file: &[u8],
     select: Option<usize>,
+    keep: Keep,
     reached: &AtomicU64,
     output: &mut dyn Output,
 ) -> io::Result<(FileReport, Vec<SalvagedSession>)> {
     let mut sink = Reencoder {
+        keep,
         writer: None,
         expected_iteration: None,
         held: Vec::new(),

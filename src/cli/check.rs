@@ -37,6 +37,10 @@ pub struct Args {
     /// `index.html`, which lists the files and links their pages.
     #[arg(long, value_name = "PATH")]
     html: Option<PathBuf>,
+    /// Count suspect spans (frames read in step whose values a value rule doubts) as damage:
+    /// exit 1 when a file has any.
+    #[arg(long)]
+    strict: bool,
 }
 
 /// The report of a checked file, by format.
@@ -136,6 +140,9 @@ struct Row {
     size: u64,
     sessions: usize,
     spans: usize,
+    /// `clean`, `suspect` or `damaged`.
+    verdict: &'static str,
+    /// Whether the file leaves the exit code at 0.
     clean: bool,
 }
 
@@ -228,7 +235,8 @@ fn check_one(job: &Job, args: &Args, reached: &[AtomicU64], done: &[AtomicU64]) 
             size: file.size,
             sessions: file.sessions.len(),
             spans: file.corrupt_spans.len(),
-            clean: report.is_clean(),
+            verdict: file.verdict,
+            clean: report.is_clean() && (!args.strict || file.suspect_spans.is_empty()),
         },
     }
 }
@@ -334,7 +342,7 @@ pub fn run(args: &Args) -> Result<u8, Error> {
                     size: r.size,
                     sessions: r.sessions,
                     spans: r.spans,
-                    clean: r.clean,
+                    verdict: r.verdict,
                 })
             })
             .collect();
@@ -402,21 +410,28 @@ impl<W: Write> Printer<W> {
         )?;
         let paint = Paint::stdout();
         for r in &self.rows {
-            let verdict = verdict(r.clean, paint);
+            let verdict = verdict(r.verdict, paint);
             writeln!(
                 out,
                 "{:width$}  {:19}  {:>12}  {:>8}  {:>5}  {verdict}",
                 r.path, r.format, r.size, r.sessions, r.spans
             )?;
         }
-        let damaged = self.rows.iter().filter(|r| !r.clean).count();
+        let count = |v: &str| self.rows.iter().filter(|r| r.verdict == v).count();
+        let (damaged, suspect) = (count("damaged"), count("suspect"));
+        write!(
+            out,
+            "{} checked: {} clean, ",
+            self.rows.len(),
+            self.rows.len() - damaged - suspect,
+        )?;
+        if suspect > 0 {
+            write!(out, "{suspect} suspect, ")?;
+        }
         writeln!(
             out,
-            "{} checked: {} clean, {damaged} damaged; {} skipped (not a log); {} unreadable",
-            self.rows.len(),
-            self.rows.len() - damaged,
-            self.skipped,
-            self.failed
+            "{damaged} damaged; {} skipped (not a log); {} unreadable",
+            self.skipped, self.failed
         )
     }
 }
@@ -454,7 +469,8 @@ fn write_session(out: &mut impl Write, s: &SessionReport, paint: Paint) -> io::R
     } else {
         "no log-end event (recording cut short)"
     };
-    writeln!(out, "    {}; {ending}", verdict(s.is_clean(), paint))?;
+    let session_verdict = crate::report::verdict(&s.corrupt_spans, &s.suspect_spans);
+    writeln!(out, "    {}; {ending}", verdict(session_verdict, paint))?;
     for problem in &s.header_problems {
         writeln!(out, "    header: {problem}")?;
     }
@@ -519,12 +535,12 @@ pub(super) fn write_span_bytes(
     write_hex(out, data, tail_start, to, (start, end))
 }
 
-/// A verdict, coloured.
-fn verdict(clean: bool, paint: Paint) -> String {
-    if clean {
-        paint.good("clean")
-    } else {
-        paint.bad("damaged")
+/// A verdict (`clean`, `suspect` or `damaged`), coloured.
+fn verdict(verdict: &str, paint: Paint) -> String {
+    match verdict {
+        "clean" => paint.good(verdict),
+        "suspect" => paint.doubt(verdict),
+        _ => paint.bad(verdict),
     }
 }
 
@@ -540,7 +556,7 @@ fn write_human(
         paint.strong(&report.path),
         report.size,
         report.sessions.len(),
-        verdict(report.is_clean(), paint)
+        verdict(report.verdict, paint)
     )?;
     for session in &report.sessions {
         write_session(out, session, paint)?;
@@ -580,6 +596,36 @@ fn write_spans(
         if let Some(data) = hexdump {
             write_span_bytes(out, data, span.start as usize, span.end as usize)?;
         }
+    }
+    for span in &report.suspect_spans {
+        let e = &span.evidence;
+        write!(
+            out,
+            "{}: {} [{}..{}), session {}: {}",
+            paint.strong(&format!("{}:{}", report.path, span.start)),
+            paint.doubt("suspect"),
+            span.start,
+            span.end,
+            span.session,
+            e.rule.as_str()
+        )?;
+        if let Some(field) = &e.field {
+            write!(
+                out,
+                ", {field} off by {} (threshold {}, score {:.2})",
+                e.offset, e.threshold, e.score
+            )?;
+        }
+        write!(
+            out,
+            "; {} main frame{} kept, values in doubt",
+            span.frames,
+            plural(span.frames)
+        )?;
+        if let (Some(a), Some(b)) = (span.time_start_us, span.time_end_us) {
+            write!(out, "; flight time {} – {}", seconds(a), seconds(b))?;
+        }
+        writeln!(out)?;
     }
     Ok(())
 }

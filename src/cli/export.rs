@@ -8,7 +8,7 @@ use crate::blackbox::decoder::{EventFrame, Frame, Sink};
 use crate::blackbox::frame::FrameKind;
 use crate::blackbox::{self, Session};
 use crate::decimal::{NUMBER_ROOM, put_int, put_number, write_number};
-use crate::report::FileReport;
+use crate::report::{FileReport, Keep, Trust};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::io::{self, BufWriter, Write};
@@ -37,6 +37,21 @@ pub struct Args {
     /// Read the file as this format instead of deciding from its content.
     #[arg(long = "format", id = "log_format", value_enum, default_value_t)]
     log_format: LogFormat,
+    /// Blackbox: leave out suspect frames (read in step, values in doubt). Without it they are
+    /// exported, JSON Lines records marking them `"trust":"suspect"`.
+    #[arg(long)]
+    drop_suspect: bool,
+}
+
+impl Args {
+    /// Which frames to export.
+    fn keep(&self) -> Keep {
+        if self.drop_suspect {
+            Keep::Trusted
+        } else {
+            Keep::All
+        }
+    }
 }
 
 /// Where CSV files go (an `-o` directory is created when missing), and the stem their names start
@@ -138,13 +153,13 @@ pub fn run(args: &Args) -> Result<u8, Error> {
     let report = if args.jsonl {
         let stdout = io::stdout();
         input::bounded(&data, std::slice::from_ref(&reached), &bar, || {
-            write_jsonl(&name, &data, stdout.lock(), &reached)
+            write_jsonl(&name, &data, args.keep(), stdout.lock(), &reached)
         })
         .map_err(|e| Error::io(Path::new("<stdout>"), e))?
     } else {
         let (dir, stem) = csv_destination(args)?;
         let mut sink = input::Reached {
-            inner: CsvSink::new(dir, stem),
+            inner: CsvSink::new(dir, stem, args.keep()),
             reached: &reached,
         };
         let report = input::bounded(&data, std::slice::from_ref(&reached), &bar, || {
@@ -173,11 +188,13 @@ pub fn run(args: &Args) -> Result<u8, Error> {
     })
 }
 
-/// Decode `data` and write it as JSON Lines to `out`: per session a session record, then its
-/// accepted frames and events in file order. The offset decoding has reached goes to `reached`.
+/// Decode `data` and write it as JSON Lines to `out`: per session a session record, then the
+/// accepted frames `keep` names and the events, in file order. The offset decoding has reached
+/// goes to `reached`.
 pub fn write_jsonl(
     name: &str,
     data: &[u8],
+    keep: Keep,
     out: impl Write,
     reached: &AtomicU64,
 ) -> io::Result<FileReport> {
@@ -186,6 +203,7 @@ pub fn write_jsonl(
             out: BufWriter::with_capacity(1 << 16, out),
             line: Vec::with_capacity(4096),
             session: 0,
+            keep,
             error: None,
         },
         reached,
@@ -265,6 +283,7 @@ struct JsonlSink<W: Write> {
     /// One frame's record, reused.
     line: Vec<u8>,
     session: usize,
+    keep: Keep,
     error: Option<io::Error>,
 }
 
@@ -309,6 +328,9 @@ impl<W: Write> JsonlSink<W> {
 
 impl<W: Write> Sink for JsonlSink<W> {
     fn frame(&mut self, frame: &Frame<'_>) {
+        if !self.keep.keeps(frame.trust) {
+            return;
+        }
         let line = &mut self.line;
         line.clear();
         line.extend_from_slice(b"{\"type\":\"");
@@ -319,7 +341,11 @@ impl<W: Write> Sink for JsonlSink<W> {
         write_number(line, false, frame.offset, 0, b' ');
         line.extend_from_slice(b",\"values\":[");
         put_values(line, frame);
-        line.extend_from_slice(b"]}\n");
+        line.extend_from_slice(if frame.trust == Trust::Suspect {
+            b"],\"trust\":\"suspect\"}\n"
+        } else {
+            b"]}\n"
+        });
         if self.error.is_none()
             && let Err(e) = self.out.write_all(&self.line)
         {
@@ -365,14 +391,16 @@ struct CsvSink {
     session: Option<SessionFiles>,
     /// Complete files, moved into place once the whole log is written.
     done: Vec<ClosedFile>,
+    keep: Keep,
     error: Option<Error>,
 }
 
 impl CsvSink {
-    fn new(dir: PathBuf, stem: String) -> CsvSink {
+    fn new(dir: PathBuf, stem: String, keep: Keep) -> CsvSink {
         CsvSink {
             dir,
             stem,
+            keep,
             reference: ReferenceCsv::new(),
             line: Vec::with_capacity(4096),
             rows: Vec::with_capacity(2 * WRITE_BUFFER),
@@ -485,7 +513,7 @@ impl CsvSink {
 
 impl Sink for CsvSink {
     fn frame(&mut self, frame: &Frame<'_>) {
-        if self.error.is_some() || self.session.is_none() {
+        if self.error.is_some() || self.session.is_none() || !self.keep.keeps(frame.trust) {
             return;
         }
         match frame.kind {

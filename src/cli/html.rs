@@ -496,7 +496,8 @@ pub struct Listed<'a> {
     pub size: u64,
     pub sessions: usize,
     pub spans: usize,
-    pub clean: bool,
+    /// `clean`, `suspect` or `damaged`.
+    pub verdict: &'a str,
 }
 
 /// Write the index page of a directory of pages: one row per checked file, linking its page, and
@@ -507,24 +508,30 @@ pub fn write_index(
     skipped: usize,
     failed: usize,
 ) -> Result<(), Error> {
-    let damaged = files.iter().filter(|f| !f.clean).count();
+    let count = |v: &str| files.iter().filter(|f| f.verdict == v).count();
+    let (damaged, suspect) = (count("damaged"), count("suspect"));
+    let suspect_count = if suspect > 0 {
+        format!("{suspect} suspect, ")
+    } else {
+        String::new()
+    };
     let mut html = String::with_capacity(1024 + 256 * files.len());
     let _ = write!(
         html,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <title>bbcheck: {} files</title><style>{STYLE}</style></head><body>\
-         <header><h1>{} files checked</h1><p class=\"summary\">{} clean, {damaged} damaged; \
+         <header><h1>{} files checked</h1><p class=\"summary\">{} clean, {suspect_count}{damaged} damaged; \
          {skipped} skipped (not a log); {failed} unreadable</p></header><main><section>\
          <table class=\"files\"><thead><tr><th>file</th><th>format</th><th>bytes</th>\
          <th>sessions</th><th>corrupt spans</th><th>verdict</th></tr></thead><tbody>",
         files.len(),
         files.len(),
-        files.len() - damaged,
+        files.len() - damaged - suspect,
     );
     for f in files {
         let name = f.page.file_name().unwrap_or_default().to_string_lossy();
-        let verdict = if f.clean { "clean" } else { "damaged" };
+        let verdict = escape(f.verdict);
         let _ = write!(
             html,
             "<tr><td><a href=\"{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
@@ -1200,6 +1207,43 @@ fn write_timelines(out: &mut String, file: &FileReport, data: &PageData<'_>) {
     }
 }
 
+/// The suspect spans: frames kept whose values a value rule doubts, with what it saw.
+fn write_suspect_table(out: &mut String, file: &FileReport) {
+    let total = file.suspect_spans.len();
+    if total == 0 {
+        return;
+    }
+    let _ = write!(
+        out,
+        "<section id=\"suspect\"><h2>Suspect spans ({total})</h2><p class=\"note\">Frames read \
+         in step and kept in exports and salvage, whose values a value rule doubts \
+         (<code>--drop-suspect</code> leaves them out).</p><table class=\"suspect\"><thead><tr>\
+         <th>#</th><th>session</th><th>byte range</th><th>rule</th><th>field</th><th>offset</th>\
+         <th>threshold</th><th>score</th><th>main frames</th><th>flight time</th></tr></thead><tbody>"
+    );
+    for (i, span) in file.suspect_spans.iter().take(MAX_TABLE_SPANS).enumerate() {
+        let e = &span.evidence;
+        let _ = write!(
+            out,
+            "<tr><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">[{}..{})</td>\
+             <td class=\"rule\">{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+             <td class=\"num\">{:.2}</td><td class=\"num\">{}</td><td>{}</td></tr>",
+            i + 1,
+            span.session,
+            span.start,
+            span.end,
+            e.rule.as_str(),
+            escape(e.field.as_deref().unwrap_or("")),
+            e.offset,
+            e.threshold,
+            e.score,
+            span.frames,
+            time_range(span.time_start_us, span.time_end_us),
+        );
+    }
+    out.push_str("</tbody></table></section>");
+}
+
 fn write_span_table(out: &mut String, file: &FileReport, data: &[u8]) {
     let total = file.corrupt_spans.len();
     let _ = write!(
@@ -1343,6 +1387,7 @@ fn render(
     write_timelines(&mut html, file, &page_data);
     html.push_str("</section>");
     write_span_table(&mut html, file, data);
+    write_suspect_table(&mut html, file);
     let _ = write!(
         html,
         "</main><footer>Written by bbcheck check --html. Offsets are absolute byte offsets, \

@@ -4,7 +4,7 @@ use super::output::{AtomicFile, ClosedFile};
 use super::{Detected, EXIT_CLEAN, EXIT_DAMAGED, Error, LogFormat, detect, input, terminal};
 use crate::blackbox::{self, decoder::Discard, salvage::SalvagedSession};
 use crate::dataflash;
-use crate::report::CorruptSpan;
+use crate::report::{CorruptSpan, Keep};
 use indicatif::ProgressBar;
 use serde::Serialize;
 use std::io::{self, Write};
@@ -39,6 +39,9 @@ pub struct Args {
     /// Read the input as this format instead of deciding from its content.
     #[arg(long, value_enum, default_value_t)]
     format: LogFormat,
+    /// Blackbox: leave out suspect frames (read in step, values in doubt) as if they were damaged.
+    #[arg(long)]
+    drop_suspect: bool,
 }
 
 /// The JSON summary of a salvaged DataFlash log.
@@ -357,7 +360,13 @@ fn run_blackbox(
         refuse_input(&args.output, &args.input)?;
         files.open = Some((AtomicFile::create(&args.output)?, 0));
     }
-    let salvaged = blackbox::salvage::salvage_into(&name, data, args.session, reached, &mut files);
+    let keep = if args.drop_suspect {
+        Keep::Trusted
+    } else {
+        Keep::All
+    };
+    let salvaged =
+        blackbox::salvage::salvage_into(&name, data, args.session, keep, reached, &mut files);
     let (mut report, mut sessions) = match (salvaged, files.failed.take()) {
         (_, Some(e)) => return Err(e),
         (Err(e), None) => return Err(Error::io(&args.output, e)),

@@ -57,6 +57,11 @@ impl Paint {
         self.wrap("1;31", text)
     }
 
+    /// Values in doubt: suspect spans and verdicts.
+    pub fn doubt(self, text: &str) -> String {
+        self.wrap("33", text)
+    }
+
     /// A clean verdict.
     pub fn good(self, text: &str) -> String {
         self.wrap("32", text)

@@ -337,6 +337,7 @@ pub fn build(path: &str, data: &[u8], scan: Scan, observer: Observer) -> Datafla
                 Vec::new()
             },
             corrupt_spans: session_spans,
+            suspect_spans: Vec::new(),
             regions: session_regions,
         });
     }
