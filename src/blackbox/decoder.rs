@@ -44,7 +44,7 @@ const CM_PER_COORDINATE: f64 = 1.113;
 const MIN_PADDING: usize = 8;
 
 /// The score from which value evidence alone refuses frames rather than marking them suspect
-/// (see docs/design.md for its calibration on clean flights).
+/// (the README gives its calibration on clean flights).
 pub const CORRUPT_SCORE: f64 = 64.0;
 
 /// The suspect main frames of one group, as they are committed.
