@@ -195,6 +195,9 @@ pub enum RegionKind {
     ErasedFlash,
     /// Zero bytes at the end of a session.
     ZeroFill,
+    /// The last frame or message, cut short where logging stopped (power lost, the file copied
+    /// while written), right after the last one read.
+    CutShort,
     /// Messages of an earlier log after the end of this one (DataFlash: space the logger had
     /// preallocated or not erased; their TimeUS jumps back and the messages after agree).
     OldData,

@@ -129,20 +129,30 @@ fn a_clean_log_exits_zero_with_a_summary() {
     assert_tiles(&report);
 }
 
+/// The region of `kind` that ends a JSON report's last session.
+fn last_region<'a>(report: &'a Value, kind: &str) -> &'a Value {
+    let regions = report["sessions"].as_array().unwrap().last().unwrap()["regions"]
+        .as_array()
+        .unwrap();
+    let last = regions.last().unwrap();
+    assert_eq!(last["kind"], kind, "{regions:?}");
+    last
+}
+
 #[test]
-fn a_truncated_copy_reports_a_truncated_span() {
+fn a_log_that_stops_inside_its_last_message_is_clean() {
+    // Logging stopped at disarm or power-off in the middle of writing a message.
     let dir = TempDir::new("df-truncated");
     let log = clean_log();
     let cut = log.len() - 9;
     let path = write(&dir, "cut.bin", &log[..cut]);
     let (code, report) = check_json(&path);
-    assert_eq!(code, Some(1));
-    assert_eq!(report["verdict"], "damaged");
-    let spans = report["corrupt_spans"].as_array().unwrap();
-    assert_eq!(spans.len(), 1, "{spans:?}");
-    assert_eq!(spans[0]["reason"], "truncated");
-    assert_eq!(spans[0]["start"], log.len() - 19);
-    assert_eq!(spans[0]["end"], cut);
+    assert_eq!(code, Some(0));
+    assert_eq!(report["verdict"], "clean");
+    assert!(report["corrupt_spans"].as_array().unwrap().is_empty());
+    let region = last_region(&report, "cut-short");
+    assert_eq!(region["start"], log.len() - 19);
+    assert_eq!(region["end"], cut);
     let last = &report["dataflash"]["truncated_last_message"];
     assert_eq!(last["name"], "ATT");
     assert_eq!(last["declared_length"], 19);
@@ -150,12 +160,24 @@ fn a_truncated_copy_reports_a_truncated_span() {
     assert_tiles(&report);
     let out = bbcheck(&["check", path.to_str().unwrap()]);
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains(": truncated"), "{text}");
-    assert!(text.contains("last message cut short: ATT"), "{text}");
+    assert!(
+        text.contains("stops inside its last message: ATT"),
+        "{text}"
+    );
+    // Bytes before the cut message that start no message are damage, and so is the cut then.
+    let mut garbled = log[..log.len() - 19].to_vec();
+    garbled.extend_from_slice(&[0x55; 5]);
+    garbled.extend_from_slice(&log[log.len() - 19..cut]);
+    let path = write(&dir, "garbled.bin", &garbled);
+    let (code, report) = check_json(&path);
+    assert_eq!(code, Some(1));
+    let spans = report["corrupt_spans"].as_array().unwrap();
+    assert_eq!(spans.last().unwrap()["reason"], "truncated", "{spans:?}");
+    assert_tiles(&report);
 }
 
 #[test]
-fn a_truncated_corpus_log_reports_a_truncated_span() {
+fn a_corpus_log_cut_anywhere_stops_inside_its_last_message() {
     let Some(corpus) = common::corpus() else {
         return;
     };
@@ -164,11 +186,9 @@ fn a_truncated_corpus_log_reports_a_truncated_span() {
     let dir = TempDir::new("df-truncated-corpus");
     let path = write(&dir, "cut.bin", &data[..500_000]);
     let (code, report) = check_json(&path);
-    assert_eq!(code, Some(1));
-    let spans = report["corrupt_spans"].as_array().unwrap();
-    assert_eq!(spans.len(), 1, "{spans:?}");
-    assert_eq!(spans[0]["reason"], "truncated");
-    assert_eq!(spans[0]["end"], 500_000);
+    assert_eq!(code, Some(0));
+    assert!(report["corrupt_spans"].as_array().unwrap().is_empty());
+    assert_eq!(last_region(&report, "cut-short")["end"], 500_000);
     assert_tiles(&report);
 }
 
@@ -712,11 +732,21 @@ fn salvage_of_every_real_log_is_its_messages() {
         let (code, summary, stderr) =
             salvage(&[input.to_str().unwrap(), "-o", output.to_str().unwrap()]);
         assert!(matches!(code, Some(0 | 1)), "{}: {stderr}", input.display());
+        // Where the last whole message ends: before what was dropped, or the cut message.
+        let (_, report) = check_json(&input);
+        let cut = report["sessions"].as_array().unwrap().last().unwrap()["regions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["kind"] == "cut-short")
+            .map(|r| r["start"].as_u64().unwrap());
         let end = summary["dropped"]
             .as_array()
             .unwrap()
             .first()
-            .map_or(data.len() as u64, |d| d["input_start"].as_u64().unwrap());
+            .map(|d| d["input_start"].as_u64().unwrap())
+            .or(cut)
+            .unwrap_or(data.len() as u64);
         // Clean logs come out byte for byte; a truncated one up to its last whole message.
         assert_eq!(
             std::fs::read(&output).unwrap(),

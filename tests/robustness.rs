@@ -4,7 +4,7 @@
 mod common;
 
 use bbcheck::blackbox::decoder::Discard;
-use bbcheck::report::FileReport;
+use bbcheck::report::{FileReport, RegionKind};
 
 fn check(data: &[u8]) -> FileReport {
     let report = bbcheck::blackbox::decode("input", data, |_, _| {}, &mut Discard);
@@ -61,11 +61,13 @@ fn dropped_and_flipped_bytes_never_panic() {
 #[test]
 fn hostile_shapes_get_a_clear_result() {
     let marker = bbcheck::blackbox::header::LOG_START_MARKER;
-    // A frame type byte and then the end of the file.
+    // A frame type byte and then the end of the file: logging stopped inside its first frame.
     let mut only_type = demo()[..1492].to_vec();
     only_type.push(b'I');
     let report = check(&only_type);
-    assert!(!report.is_clean());
+    assert!(report.is_clean());
+    let last = report.sessions[0].regions.last().unwrap();
+    assert_eq!((last.start, last.kind), (1492, RegionKind::CutShort));
     // 10 MiB of `I` bytes after a real header.
     let mut many_i = demo()[..1492].to_vec();
     many_i.extend(std::iter::repeat_n(b'I', 10 << 20));

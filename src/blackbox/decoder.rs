@@ -7,7 +7,7 @@
 
 use super::codec::{CodecErrorKind, Encoding};
 use super::event::{Event, EventError};
-use super::frame::{FrameKind, MAX_FRAME_LEN};
+use super::frame::FrameKind;
 use super::group::{Group, Item, LineFeedValue, Motion, Suspicion, Untrusted};
 use super::header::Header;
 use super::ledger::{self, Layout, Ledger};
@@ -287,11 +287,14 @@ fn value_bounds(header: &Header, kind: FrameKind) -> Vec<(usize, u64)> {
             .ok()
             .filter(|&h| (1..=1 << 20).contains(&h))
     };
-    let max_throttle = header.get("maxthrottle").and_then(number);
+    // Forks may scale these fields otherwise (Indiflight logs its throttle from 0 to 10000).
+    let known = outputs_in_header_units(header);
+    let max_throttle = header.get("maxthrottle").and_then(number).filter(|_| known);
     let highest_motor = header
         .get("motorOutput")
         .and_then(|v| v.split(',').nth(1))
         .and_then(number)
+        .filter(|_| known)
         .or(max_throttle);
     def.names
         .iter()
@@ -312,6 +315,16 @@ fn value_bounds(header: &Header, kind: FrameKind) -> Vec<(usize, u64)> {
             bound.map(|b| (i, b))
         })
         .collect()
+}
+
+/// Whether the firmware logs throttle and motor outputs in the units of `maxthrottle` and
+/// `motorOutput`: Betaflight, INAV, EmuFlight and Cleanflight (whose oldest logs name the build
+/// by a bare git hash).
+fn outputs_in_header_units(header: &Header) -> bool {
+    let revision = header.firmware_revision.as_deref().unwrap_or("");
+    let name = revision.split_whitespace().next().unwrap_or("");
+    matches!(name, "Betaflight" | "INAV" | "EmuFlight" | "Cleanflight")
+        || (name.len() >= 7 && name.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// A decoder's state right after an accepted I frame (so with a valid stream): everything that
@@ -431,6 +444,8 @@ pub struct SessionDecoder<'a> {
     time_index: usize,
     /// Why bytes since the last accepted frame were rejected.
     scan_gap: Option<DamageReason>,
+    /// Where the frame cut short by the end of the data starts.
+    cut_at: Option<usize>,
     group: Group,
     /// The last group, when it was trusted whole: what the next group's I frame steps from.
     before: Group,
@@ -440,6 +455,8 @@ pub struct SessionDecoder<'a> {
     /// Main fields the header bounds, with the largest size their values can take (none under
     /// the reference rules).
     value_bounds: Vec<(usize, u64)>,
+    /// How long a frame of the session's layout can be.
+    max_frame_len: usize,
     /// The same for the slow fields.
     slow_bounds: Vec<(usize, u64)>,
     /// Main fields whose I-frame values are variable-byte codes (where a dropped byte shifts one
@@ -531,7 +548,9 @@ impl<'a> SessionDecoder<'a> {
             gps: vec![0; fields(FrameKind::G)],
             home: vec![0; fields(FrameKind::H)],
             home_read: vec![0; fields(FrameKind::H)],
-            home_valid: false,
+            // Until the firmware sets a home it predicts GPS frames from (0, 0), and logs them
+            // (Indiflight does); the reference decoders wait for a home frame.
+            home_valid: validation == Validation::Thorough,
             gps_fields: GpsFields::of(header),
             gps_time_lost: false,
             gps_fix: None,
@@ -551,12 +570,14 @@ impl<'a> SessionDecoder<'a> {
             iteration_index,
             time_index,
             scan_gap: None,
+            cut_at: None,
             group: Group::default(),
             before: Group::default(),
             before_line_feeds: Vec::new(),
             offset_fields,
             motion,
             value_bounds: bounds_of(FrameKind::I),
+            max_frame_len: header.max_frame_len(),
             slow_bounds: bounds_of(FrameKind::S),
             ledger: Ledger::new(report, layout, data_start),
         }
@@ -609,7 +630,7 @@ impl<'a> SessionDecoder<'a> {
                 pos += 1;
                 continue;
             }
-            let body_end = self.bounds.end.min(start + MAX_FRAME_LEN);
+            let body_end = self.bounds.end.min(start + self.max_frame_len);
             let body = &self.file[start + 1..body_end];
             let (decoded, len) = match self.decode(kind, body) {
                 Ok(ok) => ok,
@@ -617,6 +638,7 @@ impl<'a> SessionDecoder<'a> {
                     match kind {
                         // A frame cut by the end of the data says nothing of the one before.
                         CodecErrorKind::Eof if body_end == self.bounds.end => {
+                            self.cut_at.get_or_insert(start);
                             self.reject(DamageReason::Truncated)
                         }
                         CodecErrorKind::Eof => {
@@ -844,7 +866,7 @@ impl<'a> SessionDecoder<'a> {
         let mut other = std::mem::take(&mut self.alternative_values);
         let mut noted = std::mem::take(&mut self.line_feed_values);
         noted.clear();
-        let body_end = self.bounds.end.min(start + MAX_FRAME_LEN);
+        let body_end = self.bounds.end.min(start + self.max_frame_len);
         let mut reading = LineFeeds::Read;
         'feeds: for at in memchr::memchr_iter(b'\n', &self.file[start + 1..next]) {
             for pair in [false, true] {
@@ -1432,7 +1454,13 @@ impl<'a> SessionDecoder<'a> {
             let pad_start = self.tail_start.max(accounted);
             let padding = end - pad_start >= MIN_PADDING;
             let damage_end = if padding { pad_start } else { end };
-            if accounted < damage_end {
+            // Logging stopped inside the frame right after the last one trusted: a normal end.
+            let cut_short = damage_end == end
+                && gap == Some(DamageReason::Truncated)
+                && self.cut_at == Some(accounted);
+            if cut_short {
+                ledger.push_region(accounted, end, RegionKind::CutShort);
+            } else if accounted < damage_end {
                 let reason = match gap {
                     None | Some(DamageReason::Garbage) if damage_end == end => {
                         DamageReason::Truncated

@@ -4,8 +4,26 @@ use super::codec::elias::{self, BitWriter};
 use super::codec::{CodecError, CodecErrorKind, CodecResult, Encoding, tag, varint};
 use super::predictor::{Context, Predictor, high_bits, keep_32_bits};
 
-/// Frames are at most this long, type byte included (as in every reference decoder).
+/// Frames are at most this long, type byte included (as in every reference decoder), unless
+/// their layout is wider than those decoders read (see [`max_frame_len`]).
 pub const MAX_FRAME_LEN: usize = 256;
+
+/// Fields in one frame type that the reference decoders read at most.
+const REFERENCE_MAX_FIELDS: usize = 128;
+
+/// No field's code takes more than this many bytes.
+const MAX_FIELD_BYTES: usize = 8;
+
+/// How long a frame of a layout whose widest frame type has `fields` fields can be: forks log
+/// wider frames than the reference decoders read (Indiflight: 171–202 fields, frames of several
+/// hundred bytes); those may take the bytes their fields' codes can.
+pub fn max_frame_len(fields: usize) -> usize {
+    if fields > REFERENCE_MAX_FIELDS {
+        MAX_FRAME_LEN.max(1 + MAX_FIELD_BYTES * fields)
+    } else {
+        MAX_FRAME_LEN
+    }
+}
 
 /// The frame types, by their type byte.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]

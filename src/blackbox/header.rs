@@ -1,7 +1,7 @@
 //! The text header of a session: `H name:value` lines, kept raw and parsed into frame definitions.
 
 use super::codec::{Encoding, Encoding10};
-use super::frame::{FieldSpec, FrameDef, FrameKind};
+use super::frame::{FieldSpec, FrameDef, FrameKind, max_frame_len};
 use super::predictor::Predictor;
 use nom::IResult;
 use nom::bytes::complete::{tag, take_till};
@@ -427,6 +427,17 @@ impl Header {
             self.i = None;
             self.p = None;
         }
+    }
+
+    /// How long a frame of this layout can be (see [`max_frame_len`]).
+    pub fn max_frame_len(&self) -> usize {
+        let widest = FrameKind::ALL
+            .iter()
+            .filter_map(|&k| self.def(k))
+            .map(|d| d.len())
+            .max()
+            .unwrap_or(0);
+        max_frame_len(widest)
     }
 
     /// The definition of a frame type, if the header gives a usable one.

@@ -6,7 +6,7 @@ use super::{
 };
 use crate::blackbox::{self, decoder::Discard};
 use crate::dataflash::{self, DataflashReport};
-use crate::report::{FileReport, SessionReport, seconds};
+use crate::report::{FileReport, RegionKind, SessionReport, seconds};
 use indicatif::ProgressBar;
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -464,10 +464,14 @@ fn write_session(out: &mut impl Write, s: &SessionReport, paint: Paint) -> io::R
         let events: Vec<String> = s.events.iter().map(|(n, c)| format!("{n} ×{c}")).collect();
         writeln!(out, "    events: {}", events.join(", "))?;
     }
-    let ending = if s.log_end {
-        "ends with a log-end event"
-    } else {
-        "no log-end event (recording cut short)"
+    let cut = s.regions.iter().find(|r| r.kind == RegionKind::CutShort);
+    let ending = match (s.log_end, cut) {
+        (true, _) => "ends with a log-end event".to_owned(),
+        (false, Some(cut)) => format!(
+            "no log-end event: stops inside its last frame ({} bytes)",
+            cut.end - cut.start
+        ),
+        (false, None) => "no log-end event (recording cut short)".to_owned(),
     };
     let session_verdict = crate::report::verdict(&s.corrupt_spans, &s.suspect_spans);
     writeln!(out, "    {}; {ending}", verdict(session_verdict, paint))?;

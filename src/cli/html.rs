@@ -612,7 +612,7 @@ const REASONS: [(DamageReason, &str); 15] = [
 ];
 
 /// Region kinds with their colour and what the legend says of them.
-const REGIONS: [(RegionKind, &str, &str, &str); 7] = [
+const REGIONS: [(RegionKind, &str, &str, &str); 8] = [
     (RegionKind::Header, "header", "#b9c3cf", "session header"),
     (RegionKind::Frames, "frames", "#cfe8cf", "accepted frames"),
     (
@@ -634,6 +634,12 @@ const REGIONS: [(RegionKind, &str, &str, &str); 7] = [
         "erased flash (0xFF)",
     ),
     (RegionKind::ZeroFill, "zero-fill", "#e8e8e8", "zero fill"),
+    (
+        RegionKind::CutShort,
+        "cut-short",
+        "#f4cccc",
+        "the last frame or message, cut short where logging stopped",
+    ),
     (
         RegionKind::OldData,
         "old-data",

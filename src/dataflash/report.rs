@@ -227,6 +227,12 @@ fn account(data: &[u8], scan: &Scan) -> (Vec<Region>, Vec<CorruptSpan>) {
     let len = data.len() as u64;
     let tail_start = scan.end_offset;
     match &scan.truncated {
+        // Logging stopped inside the message right after the last one read: a normal end.
+        Some(cut) if cut.offset == tail_start => regions.push(Region {
+            start: cut.offset,
+            end: len,
+            kind: RegionKind::CutShort,
+        }),
         Some(cut) => {
             if tail_start < cut.offset {
                 spans.push(span(tail_start, cut.offset, DamageReason::Garbage));
@@ -466,12 +472,12 @@ pub fn write_summary(out: &mut impl Write, report: &DataflashReport) -> io::Resu
         match (&cut.name, cut.declared_length) {
             (Some(name), Some(declared)) => writeln!(
                 out,
-                "  last message cut short: {name} at {}, {} of {declared} bytes",
+                "  stops inside its last message: {name} at {}, {} of {declared} bytes",
                 cut.offset, cut.bytes_present
             )?,
             _ => writeln!(
                 out,
-                "  last message cut short at {}: {} header bytes",
+                "  stops inside its last message at {}: {} header bytes",
                 cut.offset, cut.bytes_present
             )?,
         }
