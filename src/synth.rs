@@ -80,6 +80,9 @@ pub struct FlightSpec {
     /// Iterations during which logging is paused; it resumes at `end` (on the I interval) with a
     /// logging-resume event, as the firmware does when the Blackbox switch is flipped back.
     pub paused: Option<Range<u32>>,
+    /// Fly hard: what real flights do that a value rule could take for damage (see
+    /// [`Hazards`]).
+    pub hazards: bool,
 }
 
 impl FlightSpec {
@@ -103,6 +106,7 @@ impl FlightSpec {
             p_interval: p_interval.into(),
             gps,
             paused: None,
+            hazards: false,
         }
     }
 
@@ -601,10 +605,67 @@ fn wave(n: u32, period: u32, amplitude: i64) -> i64 {
     amplitude * (2 * rise - half) / half
 }
 
-/// The 32-bit `time` of iteration `n`, with a little scheduling jitter.
+/// The 32-bit `time` of iteration `n`, with a little scheduling jitter (and, flying hard, an
+/// iteration now and then that runs late by two fifths of the loop time).
 fn loop_time(spec: &FlightSpec, n: u32, noise: &mut Noise) -> i64 {
-    let t = spec.start_time_us + u64::from(n) * u64::from(spec.loop_time_us) + noise.next() % 3;
+    let slip = if spec.hazards && n % 613 == 300 {
+        u64::from(spec.loop_time_us) * 2 / 5
+    } else {
+        0
+    };
+    let t =
+        spec.start_time_us + u64::from(n) * u64::from(spec.loop_time_us) + noise.next() % 3 + slip;
     (t & 0xFFFF_FFFF) as i64
+}
+
+/// What a hard flight does that a value rule could take for damage, by iteration: a throttle
+/// punch that stays, a current sensor and a barometer read every few frames (held, then jumping
+/// either way; the current now and then reading 0), sharp transients (the P term of one axis
+/// growing fourfold every four iterations to 2048 and back, the gyro with it, one motor at its
+/// top and another at its bottom: a prop strike or a desync) at three fifths of the flight and
+/// ending on the I frame after seven tenths, and a crash in the last sixteenth (gyro and
+/// accelerometer at their limits, swinging, motors at their bottom).
+struct Hazards {
+    on: bool,
+    iterations: u32,
+    i_interval: u32,
+}
+
+impl Hazards {
+    /// Throttle added from a fifth of the flight on.
+    fn punch(&self, n: u32) -> i64 {
+        if self.on && n >= self.iterations / 5 {
+            44
+        } else {
+            0
+        }
+    }
+
+    /// The iteration whose reading a sensor read every `every` iterations holds at `n`.
+    fn held(&self, n: u32, every: u32) -> u32 {
+        if self.on { n - n % every } else { n }
+    }
+
+    /// The transients' offset at `n`: -8, -32, -128, -512, -2048 over four iterations each.
+    fn transient(&self, n: u32) -> i64 {
+        let interval = self.i_interval.max(1);
+        let on_i_frame = (self.iterations / 10 * 7).next_multiple_of(interval) - 20;
+        [self.iterations / 5 * 3, on_i_frame]
+            .into_iter()
+            .find_map(|start| n.checked_sub(start).filter(|&k| self.on && k < 20))
+            .map_or(0, |k| -8 << (2 * (k / 4)))
+    }
+
+    /// Whether the craft has crashed by `n`, and which way its sensors swing then.
+    fn crash(&self, n: u32) -> Option<i64> {
+        let sign = if (n / 6).is_multiple_of(2) { 1 } else { -1 };
+        (self.on && n >= self.iterations - self.iterations / 16).then_some(sign)
+    }
+}
+
+/// A reading that jumps when it is taken: a hash of the iteration read, within ±`amplitude`.
+fn reading_noise(n: u32, amplitude: i64) -> i64 {
+    Noise::new(u64::from(n)).jitter(amplitude)
 }
 
 /// The main-frame values of iteration `n` in the reduced layout: smooth motion plus noise.
@@ -726,12 +787,52 @@ impl MainModel {
 
     fn values(&self, spec: &FlightSpec, n: u32, noise: &mut Noise, out: &mut [i64]) {
         let set = self.settings;
-        let thr = Self::throttle(n);
-        let period = |a: u32| 2400 + (a % 3) * 1700;
+        let hazards = Hazards {
+            on: spec.hazards,
+            iterations: spec.iterations,
+            i_interval: spec.i_interval,
+        };
+        let crash = hazards.crash(n);
+        let thr = if crash.is_some() {
+            0
+        } else {
+            Self::throttle(n) + hazards.punch(n)
+        };
+        let spike = hazards.transient(n);
         for (k, &q) in self.quantities.iter().enumerate() {
-            let v = match q {
+            let v = match (q, crash) {
+                (Quantity::Gyro(a) | Quantity::GyroRaw(a), Some(sign)) => {
+                    sign * (1800 - 200 * i64::from(a)) + noise.jitter(40)
+                }
+                (Quantity::Acc(a), Some(sign)) => -sign * (3000 - 400 * i64::from(a)),
+                (Quantity::PidP(_) | Quantity::PidD(_), Some(sign)) => sign * 500,
+                (Quantity::Motor(_), Some(_)) => set.motor_min,
+                (Quantity::Motor(0), None) if spike != 0 => set.motor_max,
+                (Quantity::Motor(2), None) if spike != 0 => set.motor_min,
+                (q, _) => self.quantity_value(spec, q, n, thr, &hazards, noise),
+            };
+            out[k] = if self.signed[k] { v } else { v.max(0) };
+        }
+    }
+
+    /// Field `q`'s value at iteration `n` of a flight at throttle `thr` (per mille).
+    fn quantity_value(
+        &self,
+        spec: &FlightSpec,
+        q: Quantity,
+        n: u32,
+        thr: i64,
+        hazards: &Hazards,
+        noise: &mut Noise,
+    ) -> i64 {
+        let set = self.settings;
+        let period = |a: u32| 2400 + (a % 3) * 1700;
+        let spike = hazards.transient(n);
+        {
+            match q {
                 Quantity::Iteration => i64::from(n),
                 Quantity::Time => loop_time(spec, n, noise),
+                Quantity::PidP(1) => wave(n, period(1), 40) + noise.jitter(3) + spike,
                 Quantity::PidP(a) => wave(n, period(a), 40) + noise.jitter(3),
                 Quantity::PidI(a) => wave(n, period(a) * 10, 20),
                 Quantity::PidD(a) => wave(n, 1200 + a * 200, 15) + noise.jitter(2),
@@ -741,8 +842,16 @@ impl MainModel {
                 Quantity::Throttle => 1000 + thr,
                 Quantity::ThrottleSetpoint => thr,
                 Quantity::Battery => set.vbatref - set.vbat_sag * thr / 1000 - i64::from(n / 512),
+                // Read every few frames when flying hard: held, then jumping either way.
+                // Now and then a reading comes back 0.
+                Quantity::Current if hazards.on && hazards.held(n, 24) % 2000 == 1680 => 0,
+                Quantity::Current if hazards.on => {
+                    let held = hazards.held(n, 24);
+                    300 + 4 * Self::throttle(held) + reading_noise(held, 30)
+                }
                 Quantity::Current => 300 + 4 * thr + noise.jitter(5),
                 Quantity::Rssi => 1000 - i64::from(n / 128) % 20,
+                Quantity::Gyro(1) => wave(n, period(1), 500) + noise.jitter(20) + spike / 2,
                 Quantity::Gyro(a) => wave(n, period(a), 500) + noise.jitter(20),
                 Quantity::GyroRaw(a) => wave(n, period(a), 500) + noise.jitter(40),
                 Quantity::GyroPeak(k) => 90 + 40 * i64::from(k) + wave(n, 3000, 30),
@@ -751,7 +860,7 @@ impl MainModel {
                 }
                 Quantity::AccVibration => 30 + noise.jitter(10),
                 Quantity::Mag(a) => [-46, 453, 726][a as usize % 3] + wave(n, period(a) * 4, 20),
-                Quantity::BaroAlt => 150 + wave(n, 20000, 100),
+                Quantity::BaroAlt => 150 + wave(hazards.held(n, 16), 20000, 100),
                 Quantity::Attitude(2) => 1800 + wave(n, 30000, 300),
                 Quantity::Attitude(a) => wave(n, period(a) * 2, 150),
                 Quantity::Debug(a) => wave(n, period(a), 300) + noise.jitter(15),
@@ -766,8 +875,7 @@ impl MainModel {
                 Quantity::NavEph => 55,
                 Quantity::NavEpv => 73,
                 Quantity::Idle => 0,
-            };
-            out[k] = if self.signed[k] { v } else { v.max(0) };
+            }
         }
     }
 }

@@ -35,6 +35,9 @@ pub fn offset_threshold(change: i64) -> i64 {
 /// Main frames a group needs before the steps into and out of it are compared with its inside.
 const MIN_MAINS_FOR_OFFSET: usize = 3;
 
+/// P frames after the one a P-frame offset starts at that must carry it.
+const MIN_CARRIED: usize = 2;
+
 /// How much better the read values must join their neighbours than those a carriage return would
 /// give, for a line feed in a text-mode copy to be read as a line feed.
 const LINE_FEED_MARGIN: f64 = 2.0;
@@ -612,6 +615,11 @@ impl Group {
             return None;
         }
         let after = self.mains - 1 - start;
+        // An error that no P frame after carries is a one- or two-frame excursion, which
+        // flights make (a sensor glitch, an estimator's update) as often as damage does.
+        if after < MIN_CARRIED {
+            return None;
+        }
         // A unit error at `start` carried on: the steps it adds, from `start` on, then to `next`.
         let unit_steps = || {
             let (mut e1, mut e2) = (0.0, 0.0);
