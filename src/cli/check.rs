@@ -6,7 +6,7 @@ use super::{
 };
 use crate::blackbox::{self, decoder::Discard};
 use crate::dataflash::{self, DataflashReport};
-use crate::report::{FileReport, RegionKind, SessionReport, seconds};
+use crate::report::{CorruptSpan, FileReport, RegionKind, SessionReport, SuspectSpan, seconds};
 use indicatif::ProgressBar;
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -568,68 +568,105 @@ fn write_human(
     write_spans(out, report, hexdump, paint)
 }
 
-/// One line per corrupt span, each followed by its bytes when `hexdump` holds the file.
+/// One line per corrupt or suspect span, in file order, each corrupt one followed by its bytes
+/// when `hexdump` holds the file.
 fn write_spans(
     out: &mut impl Write,
     report: &FileReport,
     hexdump: Option<&[u8]>,
     paint: Paint,
 ) -> io::Result<()> {
-    let plural = |n: u64| if n == 1 { "" } else { "s" };
-    for span in &report.corrupt_spans {
-        let bytes = span.end - span.start;
-        write!(
-            out,
-            "{}: {} [{}..{}) {bytes} byte{}, session {}: {}",
-            paint.strong(&format!("{}:{}", report.path, span.start)),
-            paint.bad("damaged"),
-            span.start,
-            span.end,
-            plural(bytes),
-            span.session,
-            span.reason.as_str()
-        )?;
-        if span.frames_lost > 0 {
-            let lost = span.frames_lost;
-            write!(out, "; {lost} main frame{} lost", plural(lost))?;
-        }
-        if let (Some(a), Some(b)) = (span.time_start_us, span.time_end_us) {
-            write!(out, "; flight time {} – {}", seconds(a), seconds(b))?;
-        }
-        writeln!(out)?;
-        if let Some(data) = hexdump {
-            write_span_bytes(out, data, span.start as usize, span.end as usize)?;
+    let mut corrupt = report.corrupt_spans.iter().peekable();
+    let mut suspect = report.suspect_spans.iter().peekable();
+    loop {
+        match (corrupt.peek(), suspect.peek()) {
+            (Some(c), Some(s)) if s.start < c.start => {
+                write_suspect_span(out, &report.path, s, paint)?;
+                suspect.next();
+            }
+            (Some(c), _) => {
+                write_corrupt_span(out, &report.path, c, hexdump, paint)?;
+                corrupt.next();
+            }
+            (None, Some(s)) => {
+                write_suspect_span(out, &report.path, s, paint)?;
+                suspect.next();
+            }
+            (None, None) => return Ok(()),
         }
     }
-    for span in &report.suspect_spans {
-        let e = &span.evidence;
-        write!(
-            out,
-            "{}: {} [{}..{}), session {}: {}",
-            paint.strong(&format!("{}:{}", report.path, span.start)),
-            paint.doubt("suspect"),
-            span.start,
-            span.end,
-            span.session,
-            e.rule.as_str()
-        )?;
-        if let Some(field) = &e.field {
-            write!(
-                out,
-                ", {field} off by {} (threshold {}, score {:.2})",
-                e.offset, e.threshold, e.score
-            )?;
-        }
-        write!(
-            out,
-            "; {} main frame{} kept, values in doubt",
-            span.frames,
-            plural(span.frames)
-        )?;
-        if let (Some(a), Some(b)) = (span.time_start_us, span.time_end_us) {
-            write!(out, "; flight time {} – {}", seconds(a), seconds(b))?;
-        }
-        writeln!(out)?;
+}
+
+/// `s` unless `n` is 1.
+fn plural(n: u64) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+fn write_corrupt_span(
+    out: &mut impl Write,
+    path: &str,
+    span: &CorruptSpan,
+    hexdump: Option<&[u8]>,
+    paint: Paint,
+) -> io::Result<()> {
+    let bytes = span.end - span.start;
+    write!(
+        out,
+        "{}: {} [{}..{}) {bytes} byte{}, session {}: {}",
+        paint.strong(&format!("{path}:{}", span.start)),
+        paint.bad("damaged"),
+        span.start,
+        span.end,
+        plural(bytes),
+        span.session,
+        span.reason.as_str()
+    )?;
+    if span.frames_lost > 0 {
+        let lost = span.frames_lost;
+        write!(out, "; {lost} main frame{} lost", plural(lost))?;
+    }
+    if let (Some(a), Some(b)) = (span.time_start_us, span.time_end_us) {
+        write!(out, "; flight time {} – {}", seconds(a), seconds(b))?;
+    }
+    writeln!(out)?;
+    if let Some(data) = hexdump {
+        write_span_bytes(out, data, span.start as usize, span.end as usize)?;
     }
     Ok(())
+}
+
+fn write_suspect_span(
+    out: &mut impl Write,
+    path: &str,
+    span: &SuspectSpan,
+    paint: Paint,
+) -> io::Result<()> {
+    let e = &span.evidence;
+    write!(
+        out,
+        "{}: {} [{}..{}), session {}: {}",
+        paint.strong(&format!("{path}:{}", span.start)),
+        paint.doubt("suspect"),
+        span.start,
+        span.end,
+        span.session,
+        e.rule.as_str()
+    )?;
+    if let Some(field) = &e.field {
+        write!(
+            out,
+            ", {field} off by {} (threshold {}, score {:.2})",
+            e.offset, e.threshold, e.score
+        )?;
+    }
+    write!(
+        out,
+        "; {} main frame{} kept, values in doubt",
+        span.frames,
+        plural(span.frames)
+    )?;
+    if let (Some(a), Some(b)) = (span.time_start_us, span.time_end_us) {
+        write!(out, "; flight time {} – {}", seconds(a), seconds(b))?;
+    }
+    writeln!(out)
 }
