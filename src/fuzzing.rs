@@ -13,8 +13,8 @@ use crate::blackbox::codec::varint::{self, MAX_VARINT_LEN};
 use crate::blackbox::codec::{BitResult, CodecError, CodecResult, Encoding, sign_extend, tag};
 use crate::blackbox::decoder::{Discard, EventFrame, Frame, Sink};
 use crate::blackbox::event::{AdjustmentValue, Event};
+use crate::blackbox::evidence::offset_threshold;
 use crate::blackbox::frame::{FrameKind, MAX_FRAME_LEN};
-use crate::blackbox::group::offset_threshold;
 use crate::blackbox::header::{Firmware, Header, LOG_START_MARKER};
 use crate::blackbox::predictor::normalise;
 use crate::blackbox::writer::SessionWriter;
@@ -194,7 +194,7 @@ pub fn dataflash_roundtrip(data: &[u8]) {
         }
         written.push(start);
     }
-    if crate::blackbox::decoder::is_newline_converted(&log) {
+    if crate::textmode::is_newline_converted(&log) {
         return;
     }
     let (messages, report) = dataflash_read(&log);

@@ -14,3 +14,4 @@ mod decimal;
 pub mod fuzzing;
 pub mod report;
 pub mod synth;
+pub mod textmode;

@@ -2,6 +2,7 @@
 //! regions that are not damage. Every byte of a file is in exactly one region or corrupt span.
 
 use crate::blackbox::header::Firmware;
+use crate::textmode::Conversion;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -353,6 +354,18 @@ pub struct FileReport {
     pub corrupt_spans: Vec<CorruptSpan>,
     /// Every suspect span of every session, in file order.
     pub suspect_spans: Vec<SuspectSpan>,
+    /// How the file was copied in text mode, when it was read restored: offsets, `size` and
+    /// every span are the restored log's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text_mode_copy: Option<TextModeCopy>,
+}
+
+/// A text-mode copy read as it was before the copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct TextModeCopy {
+    pub conversion: Conversion,
+    /// The size of the file as copied.
+    pub input_size: u64,
 }
 
 impl FileReport {
@@ -380,6 +393,7 @@ impl FileReport {
             regions,
             corrupt_spans,
             suspect_spans,
+            text_mode_copy: None,
         }
     }
 

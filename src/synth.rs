@@ -80,8 +80,9 @@ pub struct FlightSpec {
     /// Iterations during which logging is paused; it resumes at `end` (on the I interval) with a
     /// logging-resume event, as the firmware does when the Blackbox switch is flipped back.
     pub paused: Option<Range<u32>>,
-    /// Fly hard: what real flights do that a value rule could take for damage (see
-    /// [`Hazards`]).
+    /// Fly hard: what real flights do that a value rule could take for damage: a throttle punch,
+    /// sensors read every few frames (the current now and then reading 0), sharp transients with
+    /// a motor at each end of its range, a crash, scheduler slips.
     pub hazards: bool,
 }
 

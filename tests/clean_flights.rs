@@ -8,7 +8,7 @@
 
 mod common;
 
-use bbcheck::blackbox::decoder::CORRUPT_SCORE;
+use bbcheck::blackbox::evidence::CORRUPT_SCORE;
 use bbcheck::report::FileReport;
 use bbcheck::synth::{self, FlightSpec, Layout};
 

@@ -7,8 +7,13 @@
 
 use super::codec::{CodecErrorKind, Encoding};
 use super::event::{Event, EventError};
+use super::evidence::gps_track::{GpsFields, GpsFix};
+use super::evidence::line_feed::LineFeedValue;
+use super::evidence::p_frame_offset::Motion;
+use super::evidence::value_bounds::value_bounds;
+use super::evidence::{CORRUPT_SCORE, Suspicion};
 use super::frame::FrameKind;
-use super::group::{Group, Item, LineFeedValue, Motion, Suspicion, Untrusted};
+use super::group::{Group, Item, Untrusted};
 use super::header::Header;
 use super::ledger::{self, Layout, Ledger};
 use super::predictor::{Context, MainHistory, Predictor};
@@ -27,25 +32,8 @@ const JOIN_TIME_FACTOR: f64 = 2.5;
 /// The loop time is the mean of this many first samples, then a moving average that gives each new
 /// sample this weight's inverse (so the first sample, often off, does not hold it for long).
 const LOOP_TIME_SAMPLES: u32 = 16;
-/// Session data at least this long with no carriage return in it was copied in text mode (a
-/// binary log has about one in every 256 bytes).
-const NEWLINE_EVIDENCE: usize = 16 * 1024;
-/// After damage, a GPS frame that lies within reach of the last one accepted continues its track,
-/// so the home it is predicted from was not lost with the damage: reach is twice the faster of the
-/// two ground speeds plus this much, in cm/s, over the time between them, plus [`GPS_SLACK_CM`].
-const GPS_SPEED_MARGIN_CM_S: f64 = 500.0;
-/// See [`GPS_SPEED_MARGIN_CM_S`].
-const GPS_SLACK_CM: f64 = 300.0;
-/// GPS frames further apart than this, in µs, do not continue a track.
-const MAX_GPS_GAP_US: u32 = 2_000_000;
-/// Centimetres per unit of latitude (1e-7 degree).
-const CM_PER_COORDINATE: f64 = 1.113;
 /// Padding shorter than this at the end of a session is counted with the damage before it.
 const MIN_PADDING: usize = 8;
-
-/// The score from which value evidence alone refuses frames rather than marking them suspect
-/// (the README gives its calibration on clean flights).
-pub const CORRUPT_SCORE: f64 = 64.0;
 
 /// The suspect main frames of one group, as they are committed.
 struct SuspectRun {
@@ -201,130 +189,6 @@ enum LineFeeds {
     InStep,
     /// Another reading ends elsewhere, where a frame may start.
     Unreadable,
-}
-
-/// The G-frame fields that place the craft.
-struct GpsFields {
-    time: usize,
-    latitude: usize,
-    longitude: usize,
-    speed: usize,
-}
-
-/// Where and when a GPS frame placed the craft, and its ground speed in cm/s.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct GpsFix {
-    time: u32,
-    latitude: i64,
-    longitude: i64,
-    speed: i64,
-}
-
-impl GpsFields {
-    fn of(header: &Header) -> Option<GpsFields> {
-        let g = header.g.as_ref()?;
-        let home = |k| {
-            g.fields
-                .iter()
-                .position(|f| f.predictor == Predictor::HomeCoord(k))
-        };
-        Some(GpsFields {
-            time: g.index_of("time")?,
-            latitude: home(0)?,
-            longitude: home(1)?,
-            speed: g.index_of("GPS_speed")?,
-        })
-    }
-
-    fn fix(&self, values: &[i64]) -> Option<GpsFix> {
-        Some(GpsFix {
-            time: *values.get(self.time)? as u32,
-            latitude: *values.get(self.latitude)?,
-            longitude: *values.get(self.longitude)?,
-            speed: *values.get(self.speed)?,
-        })
-    }
-}
-
-impl GpsFix {
-    /// Whether `next` lies within reach of this fix (see [`GPS_SPEED_MARGIN_CM_S`]).
-    fn reaches(&self, next: &GpsFix) -> bool {
-        let elapsed = next.time.wrapping_sub(self.time);
-        if elapsed > MAX_GPS_GAP_US {
-            return false;
-        }
-        let speed = self.speed.max(next.speed).max(0) as f64;
-        let reach_cm =
-            (2.0 * speed + GPS_SPEED_MARGIN_CM_S) * f64::from(elapsed) / 1e6 + GPS_SLACK_CM;
-        let latitude = (next.latitude as f64 * 1e-7).to_radians();
-        let north_cm = (next.latitude - self.latitude).abs() as f64 * CM_PER_COORDINATE;
-        let east_cm =
-            (next.longitude - self.longitude).abs() as f64 * CM_PER_COORDINATE * latitude.cos();
-        north_cm <= reach_cm && east_cm <= reach_cm
-    }
-}
-
-/// The fields of `kind` (main or slow) whose values are bounded, each with the largest size it can
-/// take either way. Real logs stay well inside; a value further out (a byte dropped or inserted
-/// inside the frame, read in step, or garbage read as a frame) is damage.
-///
-/// - motor outputs (`motor[N]`): twice the highest output the header declares (`motorOutput`'s
-///   high end, or `maxthrottle`);
-/// - throttle (`rcCommand[3]`): twice `maxthrottle`;
-/// - battery voltage (`vbatLatest`, INAV's `vbat`): 65535, as every firmware logs it in 16 bits
-///   (ADC counts or hundredths of a volt);
-/// - the failsafe phase (`failsafePhase`): 15, as the firmwares number their phases below 8;
-/// - the receiver flags (`rxSignalReceived`, `rxFlightChannelsValid`): 1.
-///
-/// A field the header declares no bound for is not checked.
-fn value_bounds(header: &Header, kind: FrameKind) -> Vec<(usize, u64)> {
-    let Some(def) = header.def(kind) else {
-        return Vec::new();
-    };
-    let number = |v: &str| {
-        v.trim()
-            .parse::<u64>()
-            .ok()
-            .filter(|&h| (1..=1 << 20).contains(&h))
-    };
-    // Forks may scale these fields otherwise (Indiflight logs its throttle from 0 to 10000).
-    let known = outputs_in_header_units(header);
-    let max_throttle = header.get("maxthrottle").and_then(number).filter(|_| known);
-    let highest_motor = header
-        .get("motorOutput")
-        .and_then(|v| v.split(',').nth(1))
-        .and_then(number)
-        .filter(|_| known)
-        .or(max_throttle);
-    def.names
-        .iter()
-        .enumerate()
-        .filter_map(|(i, name)| {
-            let is_motor = name
-                .strip_prefix("motor[")
-                .and_then(|rest| rest.strip_suffix(']'))
-                .is_some_and(|n| n.parse::<u8>().is_ok());
-            let bound = match (kind, name.as_str()) {
-                (FrameKind::I, _) if is_motor => highest_motor.map(|h| 2 * h),
-                (FrameKind::I, "rcCommand[3]") => max_throttle.map(|h| 2 * h),
-                (FrameKind::I, "vbatLatest" | "vbat") => Some(u64::from(u16::MAX)),
-                (FrameKind::S, "failsafePhase") => Some(15),
-                (FrameKind::S, "rxSignalReceived" | "rxFlightChannelsValid") => Some(1),
-                _ => None,
-            };
-            bound.map(|b| (i, b))
-        })
-        .collect()
-}
-
-/// Whether the firmware logs throttle and motor outputs in the units of `maxthrottle` and
-/// `motorOutput`: Betaflight, INAV, EmuFlight and Cleanflight (whose oldest logs name the build
-/// by a bare git hash).
-fn outputs_in_header_units(header: &Header) -> bool {
-    let revision = header.firmware_revision.as_deref().unwrap_or("");
-    let name = revision.split_whitespace().next().unwrap_or("");
-    matches!(name, "Betaflight" | "INAV" | "EmuFlight" | "Cleanflight")
-        || (name.len() >= 7 && name.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// A decoder's state right after an accepted I frame (so with a valid stream): everything that
@@ -583,7 +447,7 @@ impl<'a> SessionDecoder<'a> {
         }
     }
 
-    /// Tell the decoder that the file was copied in text mode (see [`is_newline_converted`]).
+    /// Tell the decoder that the file was copied in text mode (see [`crate::textmode::is_newline_converted`]).
     pub fn text_mode(mut self, converted: bool) -> Self {
         self.newline_converted = converted && self.validation == Validation::Thorough;
         self
@@ -1488,14 +1352,6 @@ impl<'a> SessionDecoder<'a> {
 /// only for resting on history that damage took.
 fn followed_in_step(gap: Option<DamageReason>) -> bool {
     gap.is_none_or(|reason| reason == DamageReason::StalePFrame)
-}
-
-/// Whether log data shows the marks of a text-mode copy: long, with line feeds but without a
-/// single carriage return.
-pub fn is_newline_converted(data: &[u8]) -> bool {
-    data.len() >= NEWLINE_EVIDENCE
-        && memchr::memchr(b'\r', data).is_none()
-        && memchr::memchr_iter(b'\n', data).count() >= data.len() / 1024
 }
 
 /// Start of the trailing run of identical 0x00 or 0xFF bytes, if the data ends in one.

@@ -7,6 +7,7 @@ pub mod codec;
 pub mod csv;
 pub mod decoder;
 pub mod event;
+pub mod evidence;
 pub mod frame;
 pub(crate) mod group;
 pub mod header;
@@ -83,7 +84,7 @@ pub fn sessions(file: &[u8]) -> Vec<Session> {
 /// session's data, unless salvage wrote it and checked its line feeds).
 pub fn copied_in_text_mode(file: &[u8], first: &Session) -> bool {
     let data_start = (first.header.data_start as usize).min(file.len());
-    !first.header.line_feeds_checked() && decoder::is_newline_converted(&file[data_start..])
+    !first.header.line_feeds_checked() && crate::textmode::is_newline_converted(&file[data_start..])
 }
 
 /// Decode every session of `file`, passing accepted frames to `sink` (told which session each

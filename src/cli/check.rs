@@ -50,6 +50,14 @@ pub enum Checked {
 }
 
 impl Checked {
+    /// The file's report, whatever its format.
+    fn file_mut(&mut self) -> &mut FileReport {
+        match self {
+            Checked::Blackbox(report) => report,
+            Checked::Dataflash(report) => &mut report.file,
+        }
+    }
+
     fn is_clean(&self) -> bool {
         match self {
             Checked::Blackbox(report) => report.is_clean(),
@@ -181,13 +189,15 @@ fn jobs(paths: &[PathBuf]) -> Result<Vec<Job>, Error> {
 /// may share.
 fn check_one(job: &Job, args: &Args, reached: &[AtomicU64], done: &[AtomicU64]) -> Outcome {
     let checked = input::open(&job.path).and_then(|data| {
-        let (report, timeline) = input::bounded(&data, reached, &ProgressBar::hidden(), || {
-            if job.page.is_some() {
-                return html::check(&job.path, &data, args.format, &reached[0], &done[0])
-                    .map(|(r, t)| (r, Some(t)));
-            }
-            check_data(&job.path, &data, args.format, reached, done).map(|r| (r, None))
-        })?;
+        let (mut report, timeline) =
+            input::bounded(&data, reached, &ProgressBar::hidden(), || {
+                if job.page.is_some() {
+                    return html::check(&job.path, &data, args.format, &reached[0], &done[0])
+                        .map(|(r, t)| (r, Some(t)));
+                }
+                check_data(&job.path, &data, args.format, reached, done).map(|r| (r, None))
+            })?;
+        report.file_mut().text_mode_copy = data.text_mode_copy();
         if let (Some(page), Some(timeline)) = (&job.page, &timeline) {
             html::write(page, &report, timeline, &data)?;
         }
@@ -219,6 +229,7 @@ fn check_one(job: &Job, args: &Args, reached: &[AtomicU64], done: &[AtomicU64]) 
         }
         (Checked::Blackbox(report), false) => write_human(&mut text, report, hexdump, paint),
         (Checked::Dataflash(report), false) => dataflash::report::write_summary(&mut text, report)
+            .and_then(|()| write_text_mode_copy(&mut text, &report.file))
             .and_then(|()| write_spans(&mut text, &report.file, hexdump, paint)),
     };
     written.expect("writing to memory cannot fail");
@@ -565,6 +576,7 @@ fn write_human(
     for session in &report.sessions {
         write_session(out, session, paint)?;
     }
+    write_text_mode_copy(out, report)?;
     write_spans(out, report, hexdump, paint)
 }
 
@@ -594,6 +606,19 @@ fn write_spans(
             }
             (None, None) => return Ok(()),
         }
+    }
+}
+
+/// How a file read restored from a text-mode copy was copied.
+fn write_text_mode_copy(out: &mut impl Write, report: &FileReport) -> io::Result<()> {
+    match report.text_mode_copy {
+        Some(copy) => writeln!(
+            out,
+            "  a text-mode copy ({} bytes): every line feed had become CR LF; read as it was before \
+             the copy, and offsets are that log's",
+            copy.input_size
+        ),
+        None => Ok(()),
     }
 }
 

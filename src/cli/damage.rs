@@ -23,7 +23,7 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> Result<u8, Error> {
-    let data = input::open(&args.input)?;
+    let data = input::open_raw(&args.input)?;
     let same = std::fs::canonicalize(&args.input).ok() == std::fs::canonicalize(&args.output).ok();
     if same {
         return Err(Error::Usage(format!(

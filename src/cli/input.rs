@@ -5,6 +5,8 @@
 use super::Error;
 use crate::blackbox::decoder::{EventFrame, Frame, Sink};
 use crate::dataflash;
+use crate::report::TextModeCopy;
+use crate::textmode::{self, Conversion};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use memmap2::{Mmap, UncheckedAdvice};
 use std::cell::Cell;
@@ -26,13 +28,25 @@ const TICK: Duration = Duration::from_millis(1);
 pub enum Input {
     Read(Vec<u8>),
     Mapped(Mmap),
+    /// A text-mode copy, as it was before the copy (see [`open`]).
+    Restored(Vec<u8>, TextModeCopy),
+}
+
+impl Input {
+    /// How the file was copied in text mode, when it is read restored.
+    pub fn text_mode_copy(&self) -> Option<TextModeCopy> {
+        match self {
+            Input::Restored(_, copy) => Some(*copy),
+            _ => None,
+        }
+    }
 }
 
 impl Deref for Input {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
         match self {
-            Input::Read(data) => data,
+            Input::Read(data) | Input::Restored(data, _) => data,
             Input::Mapped(map) => map,
         }
     }
@@ -47,8 +61,22 @@ pub fn name(path: &Path) -> String {
     }
 }
 
-/// Open an input file; `-` is standard input (always read whole).
+/// Open an input file as the log it holds; `-` is standard input. A Unix → Windows text-mode
+/// copy, which lost nothing, is read as it was before the copy.
 pub fn open(path: &Path) -> Result<Input, Error> {
+    let input = open_raw(path)?;
+    if !textmode::is_crlf_copy(&input) {
+        return Ok(input);
+    }
+    let copy = TextModeCopy {
+        conversion: Conversion::LfToCrLf,
+        input_size: input.len() as u64,
+    };
+    Ok(Input::Restored(textmode::restore_crlf(&input), copy))
+}
+
+/// Open an input file's bytes as they are; `-` is standard input (always read whole).
+pub fn open_raw(path: &Path) -> Result<Input, Error> {
     if path == Path::new("-") {
         let mut data = Vec::new();
         io::stdin()
@@ -84,7 +112,7 @@ pub fn bounded<T>(
 ) -> T {
     let map = match input {
         Input::Mapped(map) => Some(map),
-        Input::Read(_) => None,
+        Input::Read(_) | Input::Restored(..) => None,
     };
     if map.is_none() && bar.is_hidden() {
         return work();

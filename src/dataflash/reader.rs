@@ -768,8 +768,7 @@ pub fn scan_with<S: Sink>(data: &[u8], rules: Rules, formats: Formats, sink: &mu
         rules,
         tail_start,
         gap_reason: None,
-        newline_converted: rules == Rules::Thorough
-            && crate::blackbox::decoder::is_newline_converted(data),
+        newline_converted: rules == Rules::Thorough && crate::textmode::is_newline_converted(data),
         formats,
         refused_types: [false; 256],
         problems: Problems::default(),

@@ -1,0 +1,119 @@
+//! A byte dropped inside a multi-byte field of an I frame can leave a frame that still decodes
+//! in step, with that one field wrong. Every P frame predicted from it carries the same offset
+//! (the predictors' weights sum to one), and the next I frame takes it back: the field steps by
+//! +e where the group starts and by about -e where it ends, while it moves far less from frame
+//! to frame inside. Threshold: each step [`offset_threshold`] of the largest change inside the
+//! two groups. Level: suspect (`i-frame-offset`). No clean flight shows it.
+
+use super::{MIN_MAINS_FOR_OFFSET, Offset, offset_threshold};
+use crate::blackbox::group::Group;
+
+/// The main frames [`Group::offset_by_its_i_frame`] compares, each cut to the same length.
+struct Joins<'a> {
+    first: &'a [i64],
+    second: &'a [i64],
+    last: &'a [i64],
+    next: &'a [i64],
+    before_last: &'a [i64],
+    before_penultimate: &'a [i64],
+}
+
+impl Joins<'_> {
+    /// Field `f`'s steps into the group (from the group before) and out of it (to the next I
+    /// frame).
+    #[inline(always)]
+    fn steps(&self, f: usize) -> (i64, i64) {
+        (
+            self.first[f] - self.before_last[f],
+            self.next[f] - self.last[f],
+        )
+    }
+
+    /// Negative when field `f`'s steps into and out of the group go opposite ways and both reach
+    /// the [`offset_threshold`] of the one change read inside each group, the first of this one
+    /// and the last of the group before. Without a branch, and without a minimum or
+    /// maximum (which 64-bit lanes lack): each of the four comparisons is the sign of a
+    /// difference, and the sign of their `&` says whether all hold.
+    #[inline(always)]
+    fn cheap_conditions(&self, f: usize) -> i64 {
+        let (into, out) = self.steps(f);
+        let (into_size, out_size) = (into.abs(), out.abs());
+        // The largest step under the threshold.
+        let inside = |a: &[i64], b: &[i64]| offset_threshold((a[f] - b[f]).abs()) - 1;
+        let this = inside(self.second, self.first);
+        let before = inside(self.before_last, self.before_penultimate);
+        (into ^ out)
+            & (this - into_size)
+            & (before - into_size)
+            & (this - out_size)
+            & (before - out_size)
+    }
+}
+
+impl Group {
+    /// Whether one field of the group's I frame is offset from both its neighbours: it steps from
+    /// `before` (the last trusted group: the one right before, or the last before damage) by the
+    /// [`offset_threshold`] of the largest change inside either group or more, and the step to `next` (the next I frame) takes it back to within a quarter. Only fields marked in
+    /// `checked` are compared, and only groups of [`MIN_MAINS_FOR_OFFSET`] main frames or more.
+    pub fn offset_by_its_i_frame(
+        &self,
+        before: &Group,
+        next: &[i64],
+        checked: &[bool],
+    ) -> Option<Offset> {
+        if self.mains < MIN_MAINS_FOR_OFFSET || before.mains < MIN_MAINS_FOR_OFFSET {
+            return None;
+        }
+        let (Some(first), Some(last), Some(before_last)) = (
+            self.first_main.clone().map(|r| &self.values[r]),
+            self.last_main(),
+            before.last_main(),
+        ) else {
+            return None;
+        };
+        let n = first.len();
+        if [before_last.len(), next.len(), last.len(), checked.len()]
+            .iter()
+            .any(|&len| len != n)
+        {
+            return None;
+        }
+        // One change inside each group (its first, and the last of the group before), which the
+        // largest changes are at least.
+        let second = self.main_frames().nth(1).filter(|f| f.len() == n);
+        let before_penultimate = before.main_frames().nth_back(1).filter(|f| f.len() == n);
+        let (second, before_penultimate) = (
+            second.unwrap_or(first),
+            before_penultimate.unwrap_or(before_last),
+        );
+        let joins = Joins {
+            first,
+            second: &second[..n],
+            last: &last[..n],
+            next: &next[..n],
+            before_last: &before_last[..n],
+            before_penultimate: &before_penultimate[..n],
+        };
+        // Almost every field fails the cheap conditions: a first pass over all of them, without a
+        // branch, says whether any passes.
+        if (0..n).fold(0, |any, f| any | joins.cheap_conditions(f)) >= 0 {
+            return None;
+        }
+        (0..n).find_map(|f| {
+            if joins.cheap_conditions(f) >= 0 || !checked[f] {
+                return None;
+            }
+            let (into, out) = joins.steps(f);
+            let step = into.abs().min(out.abs());
+            // The largest changes inside, read from the frames held, last.
+            let threshold = offset_threshold(self.largest_change(f).max(before.largest_change(f)));
+            ((into + out).abs() * 4 < into.abs() + out.abs() && step >= threshold).then_some(
+                Offset {
+                    field: f,
+                    offset: into,
+                    threshold,
+                },
+            )
+        })
+    }
+}

@@ -1,0 +1,87 @@
+//! The evidence the Blackbox decoder weighs, one rule a file. Each says what it sees, its
+//! threshold, how it was calibrated and the level of trust it yields:
+//!
+//! - corrupt (structural: the bytes cannot be read in step, the frames are refused and their
+//!   bytes reported as a corrupt span): the next byte must start a frame, the frame length and
+//!   the codes' bounds, the iteration and time schedule, the header's [`value_bounds`], the
+//!   [`gps_track`] a GPS frame after damage must continue, the schedule of the next I frame after
+//!   a group (frames lost inside it) and the time step into it (a time error carried on), the
+//!   frames that corroborate an I frame after damage. These live in the decoder's scan.
+//! - suspect (value evidence only: the frames are read in step and kept, marked, with a
+//!   [`Suspicion`]): [`i_frame_offset`], [`p_frame_offset`], and the I frame of a group in which
+//!   frames were lost or the time drifted (the loss may begin inside it). Evidence scored at
+//!   [`CORRUPT_SCORE`] or more refuses the frames after all.
+//! - in a text-mode copy, the [`line_feed`] each frame holds is read as a line feed only where
+//!   the frames around it show it.
+//!
+//! `tests/clean_flights.rs` holds the calibration: on every clean real log and on generated hard
+//! flights no value rule fires.
+
+pub mod gps_track;
+pub mod i_frame_offset;
+pub mod line_feed;
+pub mod p_frame_offset;
+pub mod value_bounds;
+
+use crate::report::{Evidence, Rule};
+
+/// The score from which value evidence alone refuses frames rather than marking them suspect:
+/// no value rule fires on a clean flight at all (`tests/clean_flights.rs`).
+pub const CORRUPT_SCORE: f64 = 64.0;
+
+/// How many times the largest change inside the groups a field's step into and out of a group
+/// must be to set the group's I frame apart (clean real logs stay under 2).
+pub const OFFSET_FACTOR: i64 = 4;
+
+/// The step an offset must reach to stand out from a field's largest `change` elsewhere:
+/// [`OFFSET_FACTOR`] times (2 more than) it. A flipped bit's error is a power of two and this a
+/// multiple of 4, so a field at rest is offset by 8 or more. (Changes of 32-bit values are far
+/// from overflowing it; plain arithmetic keeps loops over fields on vectors.)
+#[inline(always)]
+pub fn offset_threshold(change: i64) -> i64 {
+    OFFSET_FACTOR * (change + 2)
+}
+/// Main frames a group needs before the steps into and out of it are compared with its inside.
+pub const MIN_MAINS_FOR_OFFSET: usize = 3;
+
+/// What a value rule measured on one field: the step (or fitted error) and the threshold it
+/// reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Offset {
+    pub field: usize,
+    pub offset: i64,
+    pub threshold: i64,
+}
+
+/// Value evidence against a group's main frames from `from` on.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Suspicion {
+    pub from: usize,
+    pub rule: Rule,
+    /// What the rule measured, when it looks at one field.
+    pub offset: Option<Offset>,
+}
+
+impl Suspicion {
+    /// The suspicion of a rule that measured `offset` from main frame item `from` on.
+    pub fn of(rule: Rule, from: usize, offset: Offset) -> Suspicion {
+        Suspicion {
+            from,
+            rule,
+            offset: Some(offset),
+        }
+    }
+
+    /// The evidence as reports state it, naming the field from the main-frame `names`.
+    pub fn evidence(&self, names: &[String]) -> Evidence {
+        match self.offset {
+            Some(o) => Evidence::new(
+                self.rule,
+                names.get(o.field).cloned(),
+                o.offset,
+                o.threshold,
+            ),
+            None => Evidence::new(self.rule, None, 0, 0),
+        }
+    }
+}

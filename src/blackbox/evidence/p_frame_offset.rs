@@ -1,0 +1,239 @@
+//! A bit flipped in a P frame changes one field's value there; every P frame after it carries
+//! the error on by the field's predictor (in full for "previous", settling at two thirds for
+//! "average of two"), and the next I frame takes it back. The error that best explains the
+//! field's steps is fitted and compared with the field's recent [`Motion`] and with every step it
+//! leaves unexplained (threshold: [`offset_threshold`] of both), and at least [`MIN_CARRIED`] P
+//! frames must carry it. Level: suspect (`p-frame-offset`). No clean flight shows it; without
+//! the carrying frames it fired on sensor glitches and on transients peaking at a group's end.
+
+use super::{MIN_MAINS_FOR_OFFSET, OFFSET_FACTOR, Offset, offset_threshold};
+use crate::blackbox::group::Group;
+use crate::blackbox::predictor::Predictor;
+
+/// P frames after the one a P-frame offset starts at that must carry it.
+pub const MIN_CARRIED: usize = 2;
+
+/// I-frame intervals in one window of [`Motion`].
+pub const MOTION_WINDOW_GROUPS: u32 = 32;
+/// [`Motion`] learns from one I-frame interval in this many (reading every change of every
+/// group costs over a tenth of the decoding).
+pub const MOTION_SAMPLE: u32 = 4;
+/// Groups [`Motion`] must have learnt from before it is compared with.
+pub const MIN_MOTION_GROUPS: u32 = 6;
+
+/// How far each main field moved in the recent trusted groups: the bits of its changes between
+/// consecutive main frames and into the next I frame (so at least the largest change and less
+/// than twice it), over one I-frame interval in [`MOTION_SAMPLE`] of the current window of
+/// [`MOTION_WINDOW_GROUPS`] intervals and of the one before. Some fields hold a value for
+/// several frames and then jump (a current sensor read at a lower rate, a receiver's frames),
+/// which inside one group looks like a P frame offset; the flight's recent motion tells the two
+/// apart. Windows and samples are counted by iteration, so two decoders that learnt from the
+/// same groups since two windows hold the same motion.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Motion {
+    /// Fields compared at all.
+    watched: Vec<bool>,
+    window: u32,
+    current: Vec<i64>,
+    current_groups: u32,
+    previous: Vec<i64>,
+    previous_groups: u32,
+    /// Per field, what a step to the next I frame must reach to be looked at: the
+    /// [`offset_threshold`] of its motion; `i64::MAX` for a field not watched, or before enough
+    /// groups were learnt.
+    thresholds: Vec<i64>,
+}
+
+impl Motion {
+    /// No motion learnt yet, of main frames whose fields marked in `watched` are compared.
+    pub fn new(watched: &[bool]) -> Self {
+        let n = watched.len();
+        Motion {
+            watched: watched.to_vec(),
+            current: vec![0; n],
+            previous: vec![0; n],
+            thresholds: vec![i64::MAX; n],
+            ..Motion::default()
+        }
+    }
+
+    /// Learn from a trusted `group` followed in step by the next I frame, `next`, at `iteration`
+    /// (I frames are `i_interval` iterations apart).
+    pub fn learn(&mut self, group: &Group, next: &[i64], iteration: u32, i_interval: u32) {
+        let n = self.watched.len();
+        let interval = iteration / i_interval.max(1);
+        if next.len() != n || !interval.is_multiple_of(MOTION_SAMPLE) {
+            return;
+        }
+        let window = interval / MOTION_WINDOW_GROUPS;
+        if window != self.window {
+            std::mem::swap(&mut self.previous, &mut self.current);
+            self.previous_groups = self.current_groups;
+            self.current.fill(0);
+            self.current_groups = 0;
+            self.window = window;
+        }
+        self.current_groups += 1;
+        let mut frames = group
+            .main_frames()
+            .chain(std::iter::once(next))
+            .filter(|f| f.len() == n);
+        if let Some(mut previous) = frames.next() {
+            for frame in frames {
+                fold_change_bits(&mut self.current[..n], &previous[..n], &frame[..n]);
+                previous = frame;
+            }
+        }
+        let warm = self.current_groups + self.previous_groups >= MIN_MOTION_GROUPS;
+        for f in 0..n {
+            self.thresholds[f] = if warm && self.watched[f] {
+                offset_threshold(self.largest(f))
+            } else {
+                i64::MAX
+            };
+        }
+    }
+
+    /// Field `f`'s recent motion: at least its largest recent step, under twice it.
+    fn largest(&self, f: usize) -> i64 {
+        self.current[f] | self.previous[f]
+    }
+}
+
+/// The absolute value of a change between two field values, in steps that 64-bit vector lanes
+/// have (SSE2 has no 64-bit absolute value), so that a loop over fields runs on vectors.
+#[inline(always)]
+fn magnitude(change: i64) -> i64 {
+    let sign = change >> 63;
+    (change ^ sign).wrapping_sub(sign)
+}
+
+/// Set in `bits` the bits of each field's change from `a` to `b`, made positive (so that `bits`
+/// is at least the largest change and less than twice it).
+#[inline]
+fn fold_change_bits(bits: &mut [i64], a: &[i64], b: &[i64]) {
+    let n = bits.len().min(a.len()).min(b.len());
+    let (bits, a, b) = (&mut bits[..n], &a[..n], &b[..n]);
+    for i in 0..n {
+        bits[i] |= magnitude(b[i].wrapping_sub(a[i]));
+    }
+}
+
+impl Group {
+    /// The first P frame from which one field of the group is offset, to the end of the group
+    /// (see [`Motion`]): a bit flipped in a P frame changes one field's value there, every P frame
+    /// after it carries the error on (by the field's predictor), and the next I frame (`next`)
+    /// takes it back. Only fields whose step to `next` reaches their threshold in `motion` are
+    /// looked at. The field's largest step inside the group is taken for the error's start, and
+    /// the error that best explains the steps from there to `next` is fitted: the frame is offset
+    /// when that error reaches the [`offset_threshold`] of the field's recent motion and of every
+    /// step it leaves unexplained.
+    pub fn first_offset_p_frame(
+        &self,
+        next: &[i64],
+        predictors: &[Predictor],
+        motion: &Motion,
+    ) -> Option<(usize, Offset)> {
+        let last = self.last_main()?;
+        let n = motion.thresholds.len();
+        if self.mains < MIN_MAINS_FOR_OFFSET || last.len() != n || next.len() != n {
+            return None;
+        }
+        let (last, next, thresholds) = (&last[..n], &next[..n], &motion.thresholds[..n]);
+        let under = |f: usize| thresholds[f] - 1 - magnitude(next[f] - last[f]);
+        // Almost every field's step stays under its threshold: a first pass over all of them,
+        // without a branch, says whether any reaches it.
+        if (0..n).fold(0, |any, f| any | under(f)) >= 0 {
+            return None;
+        }
+        let first = (0..n)
+            .filter(|&f| under(f) < 0)
+            .filter_map(|f| {
+                self.offset_from_p_frame(f, next[f] - last[f], predictors.get(f), motion.largest(f))
+            })
+            .min_by_key(|&(start, _)| start)?;
+        // The item holding that main frame.
+        let (start, offset) = first;
+        self.main_items().nth(start).map(|(item, _)| (item, offset))
+    }
+
+    /// The main frame (counted from the I frame) from which field `f` is offset (see
+    /// [`Group::first_offset_p_frame`]), with the error fitted, `join` being its step to the next
+    /// I frame and `quiet` its recent largest step.
+    fn offset_from_p_frame(
+        &self,
+        f: usize,
+        join: i64,
+        predictor: Option<&Predictor>,
+        quiet: i64,
+    ) -> Option<(usize, Offset)> {
+        if self.main_frames().any(|m| m.len() <= f) {
+            return None;
+        }
+        let steps = || {
+            self.main_frames()
+                .zip(self.main_frames().skip(1))
+                .map(move |(a, b)| b[f] - a[f])
+        };
+        // The largest step into a P frame, and how many main frames there are after it.
+        let (start, largest) = steps()
+            .enumerate()
+            .max_by_key(|&(_, s)| s.abs())
+            .map(|(i, s)| (i + 1, s))?;
+        if (largest ^ join) >= 0 {
+            return None;
+        }
+        let after = self.mains - 1 - start;
+        // An error that no P frame after carries is a one- or two-frame excursion, which
+        // flights make (a sensor glitch, an estimator's update) as often as damage does.
+        if after < MIN_CARRIED {
+            return None;
+        }
+        // A unit error at `start` carried on: the steps it adds, from `start` on, then to `next`.
+        let unit_steps = || {
+            let (mut e1, mut e2) = (0.0, 0.0);
+            (0..=after + 1).map(move |i| {
+                let e = match i {
+                    0 => 1.0,
+                    i if i > after => 0.0,
+                    _ => carried_error(predictor, e1, e2),
+                };
+                let step = e - e1;
+                (e2, e1) = (e1, e);
+                step
+            })
+        };
+        let observed = || steps().skip(start - 1).chain(std::iter::once(join));
+        let (dot, norm) = observed()
+            .zip(unit_steps())
+            .fold((0.0, 0.0), |(dot, norm), (s, g)| {
+                (dot + s as f64 * g, norm + g * g)
+            });
+        let error = dot / norm;
+        let unexplained = observed()
+            .zip(unit_steps())
+            .map(|(s, g)| (s as f64 - error * g).abs())
+            .chain(steps().take(start - 1).map(|s| s.abs() as f64))
+            .fold(quiet as f64, f64::max);
+        let threshold = OFFSET_FACTOR as f64 * (unexplained + 2.0);
+        (error.abs() >= threshold).then_some((
+            start,
+            Offset {
+                field: f,
+                offset: error.round() as i64,
+                threshold: threshold.ceil() as i64,
+            },
+        ))
+    }
+}
+
+/// The part of an error in the last two main frames' values of a field (`e1` the last) that a P
+/// frame predicted by `predictor` carries on.
+pub(in crate::blackbox) fn carried_error(predictor: Option<&Predictor>, e1: f64, e2: f64) -> f64 {
+    match predictor {
+        Some(Predictor::Previous | Predictor::Increment) => e1,
+        Some(Predictor::StraightLine) => 2.0 * e1 - e2,
+        Some(Predictor::Average2) => (e1 + e2) / 2.0,
+        _ => 0.0,
+    }
+}

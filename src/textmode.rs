@@ -1,0 +1,102 @@
+//! Text-mode copies, for both formats. A log copied as text (an ASCII-mode transfer, a Windows
+//! editor, `git` with `core.autocrlf`) has its line feeds rewritten, one way or the other:
+//!
+//! - Windows → Unix turns each CR LF pair, and often each lone CR, into a line feed: bytes are
+//!   lost, and which line feed was which is left to the decoders ([`is_newline_converted`]);
+//! - Unix → Windows turns each line feed into CR LF: nothing is lost, and every line feed then
+//!   follows a carriage return ([`is_crlf_copy`]); [`restore_crlf`] undoes it exactly.
+
+use serde::Serialize;
+
+/// Log data at least this long with no carriage return in it was copied in text mode (a binary
+/// log has about one in every 256 bytes).
+const NEWLINE_EVIDENCE: usize = 16 * 1024;
+
+/// Line feeds a file must hold, each right after a carriage return, to be taken for a copy whose
+/// line feeds all became CR LF: a Blackbox header alone has dozens, and in binary data one line
+/// feed in 256 follows a carriage return by chance.
+pub const MIN_CRLF_PAIRS: usize = 16;
+
+/// How a text-mode copy changed a file that is read restored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Conversion {
+    /// Every line feed became CR LF; the carriage return before each line feed is removed.
+    #[serde(rename = "lf-to-crlf")]
+    LfToCrLf,
+}
+
+/// Whether log data shows the marks of a Windows → Unix text-mode copy: long, with line feeds but
+/// without a single carriage return.
+pub fn is_newline_converted(data: &[u8]) -> bool {
+    data.len() >= NEWLINE_EVIDENCE
+        && memchr::memchr(b'\r', data).is_none()
+        && memchr::memchr_iter(b'\n', data).count() >= data.len() / 1024
+}
+
+/// Whether `data` is a Unix → Windows text-mode copy: at least [`MIN_CRLF_PAIRS`] line feeds,
+/// each right after a carriage return. (A binary file has a line feed with no carriage return
+/// before it within its first kilobytes, where the scan stops.)
+pub fn is_crlf_copy(data: &[u8]) -> bool {
+    let mut pairs = 0;
+    for at in memchr::memchr_iter(b'\n', data) {
+        if at == 0 || data[at - 1] != b'\r' {
+            return false;
+        }
+        pairs += 1;
+    }
+    pairs >= MIN_CRLF_PAIRS
+}
+
+/// The bytes before a Unix → Windows copy: the carriage return before each line feed removed.
+pub fn restore_crlf(data: &[u8]) -> Vec<u8> {
+    let mut restored = Vec::with_capacity(data.len());
+    let mut from = 0;
+    for at in memchr::memchr_iter(b'\n', data) {
+        let end = if at > from && data[at - 1] == b'\r' {
+            at - 1
+        } else {
+            at
+        };
+        restored.extend_from_slice(&data[from..end]);
+        from = at;
+    }
+    restored.extend_from_slice(&data[from..]);
+    restored
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A Unix → Windows copy of `data`.
+    fn to_crlf(data: &[u8]) -> Vec<u8> {
+        data.iter()
+            .flat_map(|&b| {
+                if b == b'\n' {
+                    vec![b'\r', b'\n']
+                } else {
+                    vec![b]
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_crlf_copy_is_recognised_and_restored_exactly() {
+        // Line feeds, carriage returns, and CR LF pairs that the copy turns into CR CR LF.
+        let mut original = b"H line\n".repeat(20);
+        original.extend_from_slice(&[0, 13, 10, 13, 13, 10, 255, 10, 10, 13]);
+        let copy = to_crlf(&original);
+        assert!(is_crlf_copy(&copy));
+        assert!(!is_crlf_copy(&original));
+        assert_eq!(restore_crlf(&copy), original);
+    }
+
+    #[test]
+    fn a_few_crlf_pairs_are_not_a_copy() {
+        let copy = to_crlf(&b"a\n".repeat(MIN_CRLF_PAIRS - 1));
+        assert!(!is_crlf_copy(&copy));
+        assert!(is_crlf_copy(&to_crlf(&b"a\n".repeat(MIN_CRLF_PAIRS))));
+    }
+}
