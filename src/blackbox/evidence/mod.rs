@@ -14,7 +14,7 @@
 //! - in a text-mode copy, the [`line_feed`] each frame holds is read as a line feed only where
 //!   the frames around it show it.
 //!
-//! `tests/clean_flights.rs` holds the calibration: on every clean real log and on generated hard
+//! `tests/suite/clean_flights.rs` holds the calibration: on every clean real log and on generated hard
 //! flights no value rule fires.
 
 pub mod gps_track;
@@ -26,7 +26,7 @@ pub mod value_bounds;
 use crate::report::{Evidence, Rule};
 
 /// The score from which value evidence alone refuses frames rather than marking them suspect:
-/// no value rule fires on a clean flight at all (`tests/clean_flights.rs`).
+/// no value rule fires on a clean flight at all (`tests/suite/clean_flights.rs`).
 pub const CORRUPT_SCORE: f64 = 64.0;
 
 /// How many times the largest change inside the groups a field's step into and out of a group

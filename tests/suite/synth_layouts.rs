@@ -2,7 +2,7 @@
 //! header is the line the firmware wrote in a real log of the corpus, and the settings decoding
 //! needs are written in the firmware's form.
 
-mod common;
+use crate::common;
 
 use bbcheck::blackbox::header::Header;
 use bbcheck::synth::{FlightSpec, Layout, flight};

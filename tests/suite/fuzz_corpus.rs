@@ -3,7 +3,7 @@
 //! and damaged copies are exactly what the generators make (set `BBCHECK_BLESS=1` to rewrite them
 //! after a deliberate change), and every committed input passes the checks the fuzz targets make.
 
-mod common;
+use crate::common;
 
 use bbcheck::blackbox::codec::Encoding;
 use bbcheck::damage::{Model, damage};

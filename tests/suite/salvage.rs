@@ -1,7 +1,7 @@
 //! Salvage: clean logs re-encode byte for byte; damaged ones become clean logs holding exactly the
 //! trusted frames; salvaging twice changes nothing.
 
-mod common;
+use crate::common;
 
 use bbcheck::blackbox::decoder::{EventFrame, Frame, Sink};
 use bbcheck::blackbox::event::Event;

@@ -2,7 +2,7 @@
 //! report of the shipped and the real corpus validates against it, and the schema forbids
 //! properties it does not name, so neither can drift from the other.
 
-mod common;
+use crate::common;
 
 use common::bbcheck;
 use serde_json::Value;

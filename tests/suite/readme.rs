@@ -1,7 +1,7 @@
 //! The `console` blocks of the README and of docs/ci.md are run as written and must print exactly
 //! what they show: a pilot following the quick start sees the same output.
 
-mod common;
+use crate::common;
 
 use common::TempDir;
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! `check --html`: the page renders in a real headless browser without script errors, shows every
 //! corrupt span, fetches nothing, escapes what comes from the file, and lands where the help says.
 
-mod common;
+use crate::common;
 
 use common::{TempDir, bbcheck};
 use serde_json::Value;

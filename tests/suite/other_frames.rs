@@ -2,7 +2,7 @@
 //! predicted from the main frame before it, and nothing vouches for a frame read right after
 //! damage and followed right by damage.
 
-mod common;
+use crate::common;
 
 use bbcheck::blackbox::frame::FrameKind;
 use bbcheck::report::FileReport;

@@ -2,7 +2,7 @@
 //! corpus labels `ground_truth`, what the reference decoders accepted (see the corpus's
 //! `expected/README.md` for the canonical lines these digests are computed over).
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};

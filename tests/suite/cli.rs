@@ -1,6 +1,6 @@
 //! The `bbcheck` executable as a user drives it: exit codes, errors, output shapes, output files.
 
-mod common;
+use crate::common;
 
 use common::{TempDir, bbcheck, file_names};
 use serde_json::Value;

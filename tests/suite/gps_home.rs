@@ -2,7 +2,7 @@
 //! lost, so a GPS frame is trusted again only once it continues the track of the last one
 //! accepted, or a new home arrives. Measured on every clean real log with GPS tracks.
 
-mod common;
+use crate::common;
 
 use bbcheck::blackbox::decoder::{EventFrame, Frame, Sink};
 use bbcheck::blackbox::frame::FrameKind;

@@ -1,6 +1,6 @@
 //! `bbcheck info`: what a pilot reads about a log before flying through its data.
 
-mod common;
+use crate::common;
 
 use common::{TempDir, bbcheck};
 use serde_json::Value;

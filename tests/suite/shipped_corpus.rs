@@ -1,7 +1,7 @@
 //! The logs the project ships under `corpus/generated/` are exactly what the generator makes
 //! (set `BBCHECK_BLESS=1` to rewrite them after a deliberate change), and they check clean.
 
-mod common;
+use crate::common;
 
 #[test]
 fn demo_log_is_what_the_generator_makes() {

@@ -6,7 +6,7 @@
 //! sets up: `python3 -m venv .venv && .venv/bin/pip install pymavlink==2.4.50`). Without it the
 //! test is skipped, except under CI (`CI=true`), where it fails.
 
-mod common;
+use crate::common;
 
 use bbcheck::damage::{Model, damage};
 use bbcheck::dataflash::{self, fmt::Formats};

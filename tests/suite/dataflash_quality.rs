@@ -13,7 +13,7 @@
 //! Salvage of every damaged copy re-checks clean, holds exactly the accepted messages, and
 //! salvaging it again changes nothing.
 
-mod common;
+use crate::common;
 
 use bbcheck::damage::{self, Change, Model};
 use bbcheck::dataflash::fmt::Formats;

@@ -1,7 +1,7 @@
 //! Sessions shared among threads: `check` on one file of many sessions uses every core, and its
 //! report is the one a single thread gives.
 
-mod common;
+use crate::common;
 
 use bbcheck::blackbox::{self, decoder::Discard};
 use std::path::PathBuf;

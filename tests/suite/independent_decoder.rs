@@ -2,7 +2,7 @@
 //! finds the frames salvage wrote. It supports Betaflight 4.2–4.5 and INAV 5–8: in the real corpus
 //! that is the Betaflight 4.2.0, 4.2.8, 4.2.9, 4.2.11 and 4.5.3 logs, plus the shipped demo log.
 
-mod common;
+use crate::common;
 
 use bbcheck::blackbox::salvage::salvage;
 use bbcheck::damage::{self, Model};

@@ -2,7 +2,7 @@
 //! of both formats, copied so, checks, exports and salvages exactly as the log itself, and the
 //! report says it was such a copy.
 
-mod common;
+use crate::common;
 
 use common::{TempDir, bbcheck};
 use serde_json::Value;

@@ -3,7 +3,7 @@
 //! predicted from it. So is a slow frame holding a failsafe phase or a receiver flag its field
 //! cannot take (garbage read as a slow frame).
 
-mod common;
+use crate::common;
 
 use bbcheck::blackbox::frame::FrameKind;
 use bbcheck::blackbox::writer::SessionWriter;

@@ -1,7 +1,7 @@
 //! Terminal conventions: colour only on a terminal and never with `NO_COLOR`, `--quiet`, errors on
 //! standard error, a closed pipe is not an error; completions and manual pages from the CLI.
 
-mod common;
+use crate::common;
 
 use common::{TempDir, bbcheck};
 use std::io::{BufRead, BufReader};

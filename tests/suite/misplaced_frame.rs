@@ -2,7 +2,7 @@
 //! and still ending on a frame-type byte. The frame after it then does not decode: a P frame
 //! before the failure is not trusted, and the corrupt span starts where it starts.
 
-mod common;
+use crate::common;
 
 use bbcheck::blackbox::decoder::{Frame, Sink, Validation};
 use bbcheck::blackbox::frame::FrameKind;

@@ -6,7 +6,7 @@
 //! crash and scheduler slips. Value evidence on them stays well under the score from which it
 //! refuses frames.
 
-mod common;
+use crate::common;
 
 use bbcheck::blackbox::evidence::CORRUPT_SCORE;
 use bbcheck::report::FileReport;

@@ -3,7 +3,7 @@
 //! are kept as suspect, with the rule, field and score that doubt them, or refused as a
 //! suspect-group span when the score reaches the corrupt bound. No trusted frame holds it.
 
-mod common;
+use crate::common;
 
 use bbcheck::blackbox::decoder::{Frame, Sink};
 use bbcheck::blackbox::event::Event;

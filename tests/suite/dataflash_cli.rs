@@ -1,7 +1,7 @@
 //! `bbcheck check`, `export` and `salvage` on DataFlash logs: format detection, exit codes, spans,
 //! raw values, salvaged output, and inputs that must neither crash nor hang.
 
-mod common;
+use crate::common;
 
 use bbcheck::dataflash::synth::{fmt, message, text};
 use common::{TempDir, bbcheck};

@@ -1,7 +1,7 @@
 //! Bad input never panics and is always fully accounted for: truncations, dropped bytes, flipped
 //! bytes and hostile shapes of the shipped log, each decoded in bounded time.
 
-mod common;
+use crate::common;
 
 use bbcheck::blackbox::decoder::Discard;
 use bbcheck::report::{FileReport, RegionKind};

@@ -3,7 +3,7 @@
 //! decoder's unit rules, one row per accepted main frame (counted in `export --jsonl`), values
 //! formatted as it formats them, and the GPS CSV, GPX and event files exactly when it writes them.
 
-mod common;
+use crate::common;
 
 use common::{TempDir, bbcheck, corpus, file_names};
 use serde_json::Value;

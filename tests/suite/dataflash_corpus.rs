@@ -2,7 +2,7 @@
 //! (pymavlink's sequential DFReader) accepts: same offsets, names, counts and digests, and the same
 //! raw values for the first and last message of every type.
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};

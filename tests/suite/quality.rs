@@ -21,14 +21,14 @@
 //!   or, for a cut at the end of the file, where a session the report marks as stopping without
 //!   its log-end event stops;
 //! - held: clean frames a salvaged log holds, over all clean frames (salvage writes exactly the
-//!   trusted frames, `tests/salvage.rs`);
+//!   trusted frames, `tests/suite/salvage.rs`);
 //! - for a text-mode copy, recall apart for the ceiling frames whose chain holds no line-feed byte
 //!   (nothing in them can have been a carriage return) and for the others.
 //!
 //! The "reference" columns decode the same files with the reference decoders' rules.
 //! `BBCHECK_QUALITY_MODELS=newline,bit-flips` measures only the models named.
 
-mod common;
+use crate::common;
 
 use bbcheck::blackbox::decoder::{EventFrame, Frame, Sink, Validation};
 use bbcheck::blackbox::event::Event;

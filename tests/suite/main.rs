@@ -1,0 +1,33 @@
+//! The integration tests, in one binary so that a build links them once. Each module is one
+//! concern; `cargo test --release --test suite quality -- --nocapture` runs one of them.
+
+mod common;
+
+mod blackbox_csv;
+mod clean_flights;
+mod cli;
+mod dataflash_cli;
+mod dataflash_corpus;
+mod dataflash_quality;
+mod fuzz_corpus;
+mod gps_home;
+mod html_report;
+mod implausible_value;
+mod independent_decoder;
+mod info;
+mod json_schema;
+mod misplaced_frame;
+mod other_frames;
+mod parallel;
+mod pymavlink_oracle;
+mod quality;
+mod readme;
+mod real_corpus;
+mod robustness;
+mod roundtrip;
+mod salvage;
+mod shipped_corpus;
+mod suspect_group;
+mod synth_layouts;
+mod terminal;
+mod text_mode;
