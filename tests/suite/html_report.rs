@@ -176,6 +176,23 @@ fn check_page_in_browser(dir: &Path, log: &Path) {
         assert!(dom.contains(&drawn), "span {i} is not drawn: {drawn}");
         assert!(dom.contains(&format!("class=\"span map\" data-span=\"{i}\" {attrs}")));
     }
+    // Suspect spans in their own table, with the rule that doubts them.
+    for span in report["suspect_spans"].as_array().unwrap() {
+        let range = format!(
+            "[{}..{})",
+            span["start"].as_u64().unwrap(),
+            span["end"].as_u64().unwrap()
+        );
+        let rule = span["evidence"]["rule"].as_str().unwrap();
+        let table = &dom[dom
+            .find("<section id=\"suspect\">")
+            .expect("no suspect table")..];
+        let at = table
+            .find(&range)
+            .unwrap_or_else(|| panic!("{range} not listed"));
+        let row = &table[at..at + table[at..].find("</tr>").unwrap()];
+        assert!(row.contains(rule), "{row}");
+    }
     let sessions = report["sessions"].as_array().unwrap();
     for session in sessions {
         let index = session["index"].as_u64().unwrap();
@@ -239,6 +256,16 @@ fn real_damaged_log_page_renders_in_a_headless_browser() {
     };
     let dir = TempDir::new("html-edited");
     let log = corpus.join("real/blackbox/betaflight-4.2.11-blackbox-log-error-recovery-edited.bbl");
+    check_page_in_browser(&dir, &log);
+}
+
+#[test]
+fn suspect_spans_render_in_their_own_table() {
+    let dir = TempDir::new("html-suspect");
+    let log = common::own_corpus().join("damaged/betaflight3-p1of4.bit-flips.1.bbl");
+    let report = bbcheck(&["check", "--json", s(&log)]);
+    let report: Value = serde_json::from_slice(&report.stdout).unwrap();
+    assert!(!report["suspect_spans"].as_array().unwrap().is_empty());
     check_page_in_browser(&dir, &log);
 }
 
