@@ -1,7 +1,6 @@
 //! What `check` finds in a file: sessions, frame counts, corrupt spans with reasons, and the
 //! regions that are not damage. Every byte of a file is in exactly one region or corrupt span.
 
-use crate::blackbox::header::Firmware;
 use crate::textmode::Conversion;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -9,6 +8,17 @@ use std::collections::BTreeMap;
 /// A flight-controller time (microseconds) as reports write it: seconds to the millisecond.
 pub fn seconds(us: u64) -> String {
     format!("{:.3} s", us as f64 / 1e6)
+}
+
+/// Which firmware family wrote a log, as far as it tells (a Blackbox header's firmware type and
+/// revision; DataFlash logs say `Unknown` here and name their firmware in a message).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Firmware {
+    Betaflight,
+    Inav,
+    Cleanflight,
+    Unknown,
 }
 
 /// Why a span of bytes could not be trusted.

@@ -28,15 +28,7 @@ pub const NOT_TEXT: &str = "header line holds bytes that are not text";
 /// text-mode copy.
 pub const LINE_FEEDS_CHECKED: (&str, &str) = ("Line feeds", "checked");
 
-/// Which firmware wrote the log, as far as the header tells.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Firmware {
-    Betaflight,
-    Inav,
-    Cleanflight,
-    Unknown,
-}
+pub use crate::report::Firmware;
 
 /// One `H name:value` line.
 #[derive(Debug, Clone, PartialEq, Eq)]

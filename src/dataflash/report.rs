@@ -6,9 +6,9 @@
 use super::fmt::{FormatProblem, Role};
 use super::message::{Message, Text};
 use super::reader::{Scan, Sink, TruncatedMessage};
-use crate::blackbox::header::Firmware;
 use crate::report::{
-    CorruptSpan, DamageReason, FileReport, FrameCounts, Region, RegionKind, SessionReport, seconds,
+    CorruptSpan, DamageReason, FileReport, Firmware, FrameCounts, Region, RegionKind,
+    SessionReport, seconds,
 };
 use serde::Serialize;
 use std::collections::BTreeMap;
