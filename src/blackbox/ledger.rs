@@ -1,10 +1,10 @@
 //! The ledger of a session: every trusted frame is passed to the sink and counted, and every byte
 //! lands in exactly one region or corrupt span of the report.
 
-use super::decoder::{EventFrame, Frame, Sink};
 use super::event::Event;
 use super::frame::FrameKind;
 use super::group::Item;
+use super::sink::{EventFrame, Frame, Sink};
 use crate::report::{
     CorruptSpan, DamageReason, Evidence, RegionKind, SessionReport, SuspectSpan, Trust,
 };

@@ -15,6 +15,7 @@ mod ledger;
 mod parallel;
 pub mod predictor;
 pub mod salvage;
+pub mod sink;
 pub mod writer;
 
 use crate::report::{FileReport, Region, RegionKind, SessionReport};

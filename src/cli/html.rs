@@ -8,7 +8,8 @@
 //! itself is bounded too: at most [`MAX_TIMELINES`] sessions are drawn and [`MAX_TABLE_SPANS`]
 //! spans listed (the JSON report has them all).
 
-use super::check::{Checked, write_span_bytes};
+use super::checked::Checked;
+use super::hexdump::write_span_bytes;
 use super::output::AtomicFile;
 use super::{Detected, Error, LogFormat, detect, input};
 use crate::blackbox::decoder::{EventFrame, Frame, Sink};

@@ -4,9 +4,11 @@
 //! or the arguments are wrong.
 
 pub mod check;
+pub mod checked;
 mod damage;
 mod docs;
 pub mod export;
+mod hexdump;
 mod html;
 mod info;
 mod input;
