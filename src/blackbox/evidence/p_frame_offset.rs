@@ -3,8 +3,10 @@
 //! "average of two"), and the next I frame takes it back. The error that best explains the
 //! field's steps is fitted and compared with the field's recent [`Motion`] and with every step it
 //! leaves unexplained (threshold: [`offset_threshold`] of both), and at least [`MIN_CARRIED`] P
-//! frames must carry it. Level: suspect (`p-frame-offset`). No clean flight shows it; without
-//! the carrying frames it fired on sensor glitches and on transients peaking at a group's end.
+//! frames must carry it. Level: suspect (`p-frame-offset`). Calibration: no clean flight shows
+//! it with the factor lowered from 4 to 3, or with two carrying frames; with one it fired on the
+//! generated transients peaking at a group's end and on an Indiflight estimator state
+//! (`docs/quality.md`).
 
 use super::{MIN_MAINS_FOR_OFFSET, OFFSET_FACTOR, Offset, offset_threshold};
 use crate::blackbox::group::Group;
