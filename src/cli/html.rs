@@ -683,6 +683,19 @@ struct SpanData {
     time_end_us: Option<u64>,
 }
 
+/// A suspect span as the page draws it.
+#[derive(Serialize)]
+struct SuspectData {
+    start: u64,
+    end: u64,
+    session: usize,
+    rule: &'static str,
+    field: Option<String>,
+    frames: u64,
+    time_start_us: Option<u64>,
+    time_end_us: Option<u64>,
+}
+
 #[derive(Serialize)]
 struct SessionData<'a> {
     index: usize,
@@ -709,6 +722,7 @@ struct PageData<'a> {
     regions: Vec<(u64, u64, &'static str)>,
     spans: Vec<SpanData>,
     spans_total: usize,
+    suspect: Vec<SuspectData>,
     colors: Vec<(&'static str, &'static str)>,
     region_colors: Vec<(&'static str, &'static str)>,
 }
@@ -914,6 +928,21 @@ fn page_data<'a>(
             time_end_us: c.time_end_us,
         })
         .collect();
+    let suspect = file
+        .suspect_spans
+        .iter()
+        .take(MAX_TABLE_SPANS)
+        .map(|s| SuspectData {
+            start: s.start,
+            end: s.end,
+            session: s.session,
+            rule: s.evidence.rule.as_str(),
+            field: s.evidence.field.clone(),
+            frames: s.frames,
+            time_start_us: s.time_start_us,
+            time_end_us: s.time_end_us,
+        })
+        .collect();
     PageData {
         format: file.format,
         size: file.size,
@@ -922,6 +951,7 @@ fn page_data<'a>(
         regions: regions_data(&file.regions).0,
         spans,
         spans_total: file.corrupt_spans.len(),
+        suspect,
         colors: REASONS.iter().map(|(r, c)| (r.as_str(), *c)).collect(),
         region_colors: REGIONS.iter().map(|r| (r.1, r.2)).collect(),
     }
@@ -1046,6 +1076,12 @@ fn write_legend(out: &mut String, file: &FileReport) {
         let _ = write!(
             out,
             "<li><span class=\"sw\" style=\"background:{color}\"></span>{name}: {what}</li>"
+        );
+    }
+    if !dataflash {
+        out.push_str(
+            "<li><span class=\"sw\" style=\"background:#e0a030\"></span>suspect: frames kept, \
+             values in doubt (drawn under the frames)</li>",
         );
     }
     out.push_str(
@@ -1345,12 +1381,16 @@ fn render(
          <script>{}</script>\
          <ul id=\"script-errors\" hidden></ul>\
          <header><h1>{title}</h1><p class=\"summary\"><span class=\"verdict {verdict}\">{verdict}</span> \
-         {format} · {} ({} bytes) · {} session(s) · {} corrupt span(s)</p>",
+         {format} · {} ({} bytes) · {} session(s) · {} corrupt span(s){}</p>",
         ERROR_HANDLER,
         bytes(file.size),
         file.size,
         file.sessions.len(),
         file.corrupt_spans.len(),
+        match file.suspect_spans.len() {
+            0 => String::new(),
+            n => format!(" · {n} suspect span(s)"),
+        },
         verdict = file.verdict,
     );
     if let Checked::Dataflash(report) = checked {

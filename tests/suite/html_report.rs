@@ -192,6 +192,12 @@ fn check_page_in_browser(dir: &Path, log: &Path) {
             .unwrap_or_else(|| panic!("{range} not listed"));
         let row = &table[at..at + table[at..].find("</tr>").unwrap()];
         assert!(row.contains(rule), "{row}");
+        // Drawn in its own colour on the session's offset track.
+        let drawn = format!(
+            "class=\"suspect\" data-start=\"{}\" data-end=\"{}\" data-rule=\"{rule}\"",
+            span["start"], span["end"]
+        );
+        assert!(dom.contains(&drawn), "not drawn: {drawn}");
     }
     let sessions = report["sessions"].as_array().unwrap();
     for session in sessions {

@@ -98,6 +98,18 @@
     });
     return s;
   }
+  // Suspect spans: frames kept whose values a value rule doubts, drawn in their own colour.
+  function suspectOf(session) {
+    return (data.suspect || []).filter(function (sp) { return sp.session === session; });
+  }
+  function suspectAttrs(sp) {
+    return ' class="suspect" data-start="' + sp.start + '" data-end="' + sp.end + '" data-rule="' +
+      esc(sp.rule) + '" fill="#e0a030"';
+  }
+  function suspectTitle(sp) {
+    return '<title>' + esc('suspect [' + sp.start + '..' + sp.end + '): ' + sp.rule +
+      (sp.field ? ', ' + sp.field : '') + '; ' + sp.frames + ' main frames kept, values in doubt') + '</title>';
+  }
   function spansOf(session) {
     var out = [];
     data.spans.forEach(function (sp, i) { if (sp.session === session) out.push([sp, i]); });
@@ -144,6 +156,11 @@
         if (b == null) b = a;
         out += rect(tmap(a), tmap(b), dy, dh, spanAttrs(sp, p[1]), spanTitle(sp));
       });
+      suspectOf(s.index).forEach(function (sp) {
+        if (sp.time_start_us == null) return;
+        var b = sp.time_end_us == null ? sp.time_start_us : sp.time_end_us;
+        out += rect(tmap(sp.time_start_us), tmap(b), dy, dh, suspectAttrs(sp), suspectTitle(sp));
+      });
       out += markers(s.markers, function (m) { return m.time == null ? null : tmap(m.time); }, ty - 10, ty - 4, dy + dh);
       out += axis(dy + dh + 3, lo, hi, tmap, function (v) { return (v / 1e6).toFixed(hi - lo < 2e6 ? 3 : 1) + ' s'; });
     }
@@ -167,6 +184,9 @@
     spans.forEach(function (p) {
       var sp = p[0];
       out += rect(omap(sp.start), omap(sp.end), oy, oh + rh + 2, spanAttrs(sp, p[1]), spanTitle(sp));
+    });
+    suspectOf(s.index).forEach(function (sp) {
+      out += rect(omap(sp.start), omap(sp.end), ry, rh, suspectAttrs(sp), suspectTitle(sp));
     });
     out += markers(s.markers, function (m) { return omap(m.offset); }, oy - 10, oy - 4, oy + oh);
     out += axis(ry + rh + 3, s.start, s.end, omap, fmtBytes, byteTicks(s.start, s.end));
