@@ -183,6 +183,11 @@ fn refuse_input(output: &Path, input: &Path) -> Result<(), Error> {
 }
 
 pub fn run(args: &Args) -> Result<u8, Error> {
+    if args.output == Path::new("-") {
+        return Err(Error::Usage(
+            "-o -: salvage writes a log file (complete or not at all); name one".into(),
+        ));
+    }
     let data = input::open(&args.input)?;
     let format = match (args.format, &args.fmt_from, &args.header_from) {
         (LogFormat::Auto, Some(_), _) => LogFormat::Dataflash,

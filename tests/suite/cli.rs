@@ -5,7 +5,7 @@ use crate::common;
 use common::{TempDir, bbcheck, file_names};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::process::{Command, Output};
 
 fn demo() -> PathBuf {
     common::own_corpus().join("generated/demo.bbl")
@@ -371,6 +371,15 @@ fn salvage_writes_a_clean_log_and_never_its_input() {
     assert_eq!(refused.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("refusing"));
     assert_eq!(std::fs::read(&damaged).unwrap(), before);
+    // `-o -` names no file: refused, and no file named `-` appears.
+    let dash = Command::new(env!("CARGO_BIN_EXE_bbcheck"))
+        .args(["salvage", damaged.to_str().unwrap(), "-o", "-"])
+        .current_dir(&*dir)
+        .output()
+        .unwrap();
+    assert_eq!(dash.status.code(), Some(2));
+    assert!(dash.stdout.is_empty());
+    assert!(!dir.join("-").exists());
     // One file per flight.
     let split = dir.join("flight.bbl");
     let result = bbcheck(&[
