@@ -13,7 +13,7 @@ use super::frame::FrameKind;
 use super::header::{LINE_FEEDS_CHECKED, LOG_START_MARKER};
 use super::writer::SessionWriter;
 use super::{Session, decode_with};
-use crate::report::{FileReport, FrameCounts, Keep};
+use crate::report::{FileReport, FrameCounts, Keep, Trust};
 use serde::Serialize;
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -31,6 +31,10 @@ pub struct SalvagedSession {
     pub output_end: u64,
     /// Frames written, by type (events include the ones added).
     pub kept: FrameCounts,
+    /// Main frames written that a value rule doubts (kept unless `--drop-suspect`), and those
+    /// left out for it.
+    pub suspect_kept: u64,
+    pub suspect_dropped: u64,
     /// Logging-resume events written where frames were lost.
     pub resume_events_added: u64,
     /// Whether a log-end event was added because the session was cut short.
@@ -253,6 +257,8 @@ impl Reencoder<'_> {
             output_start: 0,
             output_end: 0,
             kept: FrameCounts::default(),
+            suspect_kept: 0,
+            suspect_dropped: 0,
             resume_events_added: 0,
             log_end_added: false,
             header_lines_dropped: dropped,
@@ -357,6 +363,9 @@ impl Reencoder<'_> {
     fn write_frame(&mut self, frame: &Frame<'_>) {
         // A frame left out is a loss like damage: the next one written marks the seam.
         if !self.keep.keeps(frame.trust) {
+            if let Some(s) = &mut self.summary {
+                s.suspect_dropped += u64::from(matches!(frame.kind, FrameKind::I | FrameKind::P));
+            }
             return;
         }
         // Damaged bytes came between this frame and the last one kept.
@@ -407,6 +416,9 @@ impl Reencoder<'_> {
                 }
                 let w = self.writer.as_mut().expect("checked above");
                 w.main(frame.kind, values);
+                if let Some(s) = &mut self.summary {
+                    s.suspect_kept += u64::from(frame.trust == Trust::Suspect);
+                }
                 self.expected_iteration = Some(
                     iteration
                         .wrapping_add(1)

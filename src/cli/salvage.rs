@@ -432,6 +432,12 @@ fn run_blackbox(
     if !args.json && !terminal::quiet() {
         for output in &outputs {
             let main: u64 = output.sessions.iter().map(|s| s.kept.i + s.kept.p).sum();
+            let sum = |f: fn(&SalvagedSession) -> u64| output.sessions.iter().map(f).sum::<u64>();
+            let suspect = match (sum(|s| s.suspect_kept), sum(|s| s.suspect_dropped)) {
+                (0, 0) => String::new(),
+                (0, n) => format!("; left out {n} suspect main frames"),
+                (n, _) => format!(" ({n} suspect: values in doubt)"),
+            };
             let spans = output.sessions.iter().flat_map(|s| &s.dropped);
             let bytes = spans.clone().map(|d| d.input_end - d.input_start).sum();
             let n = output.sessions.len();
@@ -441,7 +447,7 @@ fn run_blackbox(
                 n => format!("; left out {n} trusted frames the rewritten header cannot define"),
             };
             out.push_str(&format!(
-                "wrote {}: {n} session{}, {main} main frames{}{undefinable}\n",
+                "wrote {}: {n} session{}, {main} main frames{suspect}{}{undefinable}\n",
                 output.path,
                 if n == 1 { "" } else { "s" },
                 left_out(spans.count(), bytes)

@@ -478,17 +478,21 @@ fn suspect_frames_are_kept_and_marked_unless_dropped() {
     let dropped = dir.join("dropped.bbl");
     let salvage = |out: &std::path::Path, extra: &[&str]| {
         let args = [&["salvage", log, "-o", out.to_str().unwrap()], extra].concat();
-        assert_eq!(common::bbcheck(&args).status.code(), Some(0));
+        let run = common::bbcheck(&args);
+        assert_eq!(run.status.code(), Some(0));
+        let said = String::from_utf8(run.stdout).unwrap();
         let (_, report) = decode(&std::fs::read(out).unwrap());
-        report
+        (report, said)
     };
-    let report = salvage(&kept, &[]);
+    let (report, said) = salvage(&kept, &[]);
     assert_eq!(report.verdict, "suspect");
+    assert!(said.contains("(32 suspect: values in doubt)"), "{said}");
     let (input, output) = (by_trust(&shifted), by_trust(&std::fs::read(&kept).unwrap()));
     assert_eq!(output.suspect, input.suspect);
     assert_eq!(output.trusted, input.trusted);
-    let report = salvage(&dropped, &["--drop-suspect"]);
+    let (report, said) = salvage(&dropped, &["--drop-suspect"]);
     assert_eq!(report.verdict, "clean");
+    assert!(said.contains("; left out 32 suspect main frames"), "{said}");
     assert_eq!(
         by_trust(&std::fs::read(&dropped).unwrap()).trusted.len(),
         all - 32
