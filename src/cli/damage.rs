@@ -1,7 +1,7 @@
 //! `bbcheck damage`: write a damaged copy of a log and a JSON sidecar saying what was changed.
 
 use super::output::AtomicFile;
-use super::{EXIT_CLEAN, Error, input};
+use super::{EXIT_CLEAN, Error, input, terminal};
 use crate::damage::{self, Model};
 use std::io::Write;
 use std::path::PathBuf;
@@ -52,5 +52,16 @@ pub fn run(args: &Args) -> Result<u8, Error> {
         .map_err(|e| Error::io(&truth_path, e.into()))?;
     out.commit()?;
     truth.commit()?;
+    if !terminal::quiet() {
+        println!(
+            "wrote {}: {} change{} ({}), {} bytes; the truth in {}",
+            args.output.display(),
+            damaged.changes.len(),
+            if damaged.changes.len() == 1 { "" } else { "s" },
+            damaged.model.name(),
+            damaged.data.len(),
+            truth_path.display()
+        );
+    }
     Ok(EXIT_CLEAN)
 }

@@ -31,8 +31,9 @@ pub const EXIT_ERROR: u8 = 2;
 /// What the exit codes mean, for `--help` and the manual page.
 macro_rules! exit_status_text {
     () => {
-        "0 when every file is clean, 1 when damage was found, 2 when a file could not be read or \
-         the arguments are wrong."
+        "0 when every file is clean or only suspect, 1 when damage was found, 2 when a file could \
+         not be read or the arguments are wrong, 130 when interrupted (outputs being written are \
+         removed first)."
     };
 }
 

@@ -447,6 +447,15 @@ fn damage_writes_a_copy_and_the_truth() {
         serde_json::from_slice(&std::fs::read(dir.join("d.bbl.truth.json")).unwrap()).unwrap();
     let changes = truth["changes"].as_array().unwrap();
     assert!(!changes.is_empty());
+    let said = String::from_utf8(result.stdout).unwrap();
+    assert!(
+        said.starts_with(&format!(
+            "wrote {}: {} changes (drop-bytes)",
+            out.display(),
+            changes.len()
+        )),
+        "{said}"
+    );
     assert!(
         changes
             .iter()
