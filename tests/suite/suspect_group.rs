@@ -456,6 +456,13 @@ fn suspect_frames_are_kept_and_marked_unless_dropped() {
         common::bbcheck(&["check", "--strict", log]).status.code(),
         Some(1)
     );
+    let info = common::bbcheck(&["info", log]);
+    assert_eq!(info.status.code(), Some(0));
+    assert!(
+        String::from_utf8(info.stdout)
+            .unwrap()
+            .contains(", suspect")
+    );
     let jsonl = |extra: &[&str]| {
         let out = common::bbcheck(&[&["export", "--jsonl", log], extra].concat());
         assert_eq!(out.status.code(), Some(0));
