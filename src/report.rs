@@ -114,6 +114,11 @@ pub enum Keep {
 }
 
 impl Keep {
+    /// What `--drop-suspect` (`drop`) asks to keep.
+    pub fn dropping_suspect(drop: bool) -> Keep {
+        if drop { Keep::Trusted } else { Keep::All }
+    }
+
     /// Whether a frame of `trust` is kept.
     pub fn keeps(self, trust: Trust) -> bool {
         self == Keep::All || trust == Trust::Trusted

@@ -35,14 +35,6 @@ const LOOP_TIME_SAMPLES: u32 = 16;
 /// Padding shorter than this at the end of a session is counted with the damage before it.
 const MIN_PADDING: usize = 8;
 
-/// The suspect main frames of one group, as they are committed.
-struct SuspectRun {
-    start: usize,
-    end: usize,
-    frames: u64,
-    times: (Option<u64>, Option<u64>),
-}
-
 /// Which rules decide what to trust.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Validation {
@@ -983,12 +975,7 @@ impl<'a> SessionDecoder<'a> {
                 .filter(|&(from, _)| from < untrusted.from);
             let suspicion = offset
                 .map(|offset| Suspicion::of(Rule::IFrameOffset, 0, offset))
-                .or(p_offset.map(|(from, offset)| Suspicion::of(Rule::PFrameOffset, from, offset)))
-                .or(untrusted.after_i_frame.then_some(Suspicion {
-                    from: 0,
-                    rule: Rule::DamageAfterIFrame,
-                    offset: None,
-                }));
+                .or(p_offset.map(|(from, offset)| Suspicion::of(Rule::PFrameOffset, from, offset)));
             // The decoder goes on as if the group ended where its values come into doubt.
             let kept = p_offset.map_or(untrusted.from, |(from, _)| from);
             let settled = kept == self.group.items.len();
@@ -1145,29 +1132,32 @@ impl<'a> SessionDecoder<'a> {
         suspicion: Option<Suspicion>,
         sink: &mut impl Sink,
     ) {
-        let main_names = self.header.def(FrameKind::I).map(|d| d.names.as_slice());
-        let mut evidence = suspicion.map(|s| s.evidence(main_names.unwrap_or(&[])));
-        if let (Some(s), Some(e)) = (suspicion, &evidence)
-            && e.score >= CORRUPT_SCORE
-        {
-            if s.rule == Rule::IFrameOffset {
-                in_step = false;
-            } else {
-                untrusted.from = untrusted.from.min(s.from);
-                untrusted.reason = DamageReason::SuspectGroup;
+        // Of a group that drifted with only its I frame kept, the I frame is in doubt too.
+        let suspicion = suspicion.or(untrusted.after_i_frame.then_some(Suspicion {
+            from: 0,
+            rule: Rule::DamageAfterIFrame,
+            offset: None,
+        }));
+        let names = self.header.def(FrameKind::I).map_or(&[][..], |d| &d.names);
+        let (suspect_from, evidence) = match suspicion.map(|s| (s, s.evidence(names))) {
+            // Evidence this strong refuses the frames, as the bytes would.
+            Some((s, e)) if e.score >= CORRUPT_SCORE => {
+                if s.rule == Rule::IFrameOffset {
+                    in_step = false;
+                } else {
+                    untrusted.from = untrusted.from.min(s.from);
+                    untrusted.reason = DamageReason::SuspectGroup;
+                }
+                (usize::MAX, None)
             }
-            evidence = None;
-        }
-        let suspect_from = match (suspicion, &evidence) {
-            (Some(s), Some(_)) => s.from,
-            _ => usize::MAX,
+            Some((s, e)) => (s.from, Some(e)),
+            None => (usize::MAX, None),
         };
         // The I frame's values stand under the rest: an offset there puts every time in doubt.
         let i_frame_doubted = suspicion.is_some_and(|s| s.rule == Rule::IFrameOffset);
         let (group, ledger) = (&self.group, &mut self.ledger);
         let closed_in_step = followed_in_step(self.scan_gap);
         let mut time_trusted = true;
-        let mut span: Option<SuspectRun> = None;
         for (i, item) in group.items.iter().enumerate() {
             let trust = match item.kind {
                 FrameKind::I | FrameKind::P => {
@@ -1192,22 +1182,8 @@ impl<'a> SessionDecoder<'a> {
                 }
             };
             ledger.commit(item, group.values(item), trust, sink);
-            if trust == Some(Trust::Suspect) {
-                let time = ledger.last_main_time();
-                let run = span.get_or_insert(SuspectRun {
-                    start: item.start,
-                    end: item.end,
-                    frames: 0,
-                    times: (time, time),
-                });
-                run.end = item.end;
-                run.frames += 1;
-                run.times.1 = time;
-            }
         }
-        if let (Some(run), Some(evidence)) = (span, evidence) {
-            ledger.push_suspect((run.start, run.end), run.frames, run.times, evidence);
-        }
+        ledger.close_suspect(evidence);
     }
 
     /// Close a group whose stream was broken before the next I frame.
@@ -1217,12 +1193,7 @@ impl<'a> SessionDecoder<'a> {
             let untrusted =
                 self.group
                     .first_untrusted(&[], None, &self.p_predictors, self.time_index);
-            let suspicion = untrusted.after_i_frame.then_some(Suspicion {
-                from: 0,
-                rule: Rule::DamageAfterIFrame,
-                offset: None,
-            });
-            self.commit_group(trusted, untrusted, suspicion, sink);
+            self.commit_group(trusted, untrusted, None, sink);
             self.group.clear();
         }
     }

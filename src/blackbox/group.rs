@@ -52,19 +52,19 @@ pub struct Group {
     /// `held` are the group's (the rest is reused, so holding a frame neither allocates nor
     /// clears memory).
     pub(in crate::blackbox) values: Vec<i64>,
-    pub(in crate::blackbox) held: usize,
+    held: usize,
     /// Main frames held.
     pub(in crate::blackbox) mains: usize,
     /// Whether the I frame followed the previous group's last main frame without a break.
-    pub(in crate::blackbox) joined: bool,
+    joined: bool,
     /// Whether the I frame re-anchored the stream after an implausible jump.
-    pub(in crate::blackbox) anchor: bool,
+    anchor: bool,
     /// Whether the frames after the group's held ones failed the iteration or time checks.
-    pub(in crate::blackbox) drifted: bool,
+    drifted: bool,
     /// Where the first, last and last-but-one main frames' values are in `values`.
     pub(in crate::blackbox) first_main: Option<Range<usize>>,
     pub(in crate::blackbox) last_main: Option<Range<usize>>,
-    pub(in crate::blackbox) penultimate_main: Option<Range<usize>>,
+    penultimate_main: Option<Range<usize>>,
     /// Values of held main frames that carriage returns would change, with the item holding them.
     pub(in crate::blackbox) line_feeds: Vec<(usize, LineFeedValue)>,
 }

@@ -69,6 +69,17 @@ pub struct Ledger {
     last_main: Option<(u32, u64)>,
     main_clock: Clock,
     gps_clock: Clock,
+    /// The suspect main frames committed since the last [`Ledger::close_suspect`] (a group's).
+    suspect: Option<SuspectRun>,
+}
+
+/// Suspect main frames committed in a row: their bytes, how many, and their first and last
+/// flight times.
+struct SuspectRun {
+    start: usize,
+    end: usize,
+    frames: u64,
+    times: (u64, u64),
 }
 
 impl Ledger {
@@ -83,6 +94,7 @@ impl Ledger {
             last_main: None,
             main_clock: Clock::default(),
             gps_clock: Clock::default(),
+            suspect: None,
         }
     }
 
@@ -122,7 +134,11 @@ impl Ledger {
                 } else {
                     frames.p += 1;
                 }
-                Some(self.main_frame(values))
+                let time = self.main_frame(values);
+                if trust == Trust::Suspect {
+                    self.note_suspect(item, time.1);
+                }
+                Some(time)
             }
             FrameKind::S => {
                 frames.s += 1;
@@ -168,29 +184,33 @@ impl Ledger {
         });
     }
 
-    /// Report the main frames of one group committed as suspect, from `start` to `end`, with the
-    /// flight times of the first and last of them and what the rule saw.
-    pub fn push_suspect(
-        &mut self,
-        (start, end): (usize, usize),
-        frames: u64,
-        times: (Option<u64>, Option<u64>),
-        evidence: Evidence,
-    ) {
-        self.report.suspect_spans.push(SuspectSpan {
-            start: start as u64,
-            end: end as u64,
-            session: self.report.index,
-            frames,
-            time_start_us: times.0,
-            time_end_us: times.1,
-            evidence,
+    /// A suspect main frame at `time`: it joins the run of them.
+    fn note_suspect(&mut self, item: &Item, time: u64) {
+        let run = self.suspect.get_or_insert(SuspectRun {
+            start: item.start,
+            end: item.end,
+            frames: 0,
+            times: (time, time),
         });
+        run.end = item.end;
+        run.frames += 1;
+        run.times.1 = time;
     }
 
-    /// The 64-bit time of the last trusted or suspect main frame.
-    pub fn last_main_time(&self) -> Option<u64> {
-        self.last_main.map(|(_, t)| t)
+    /// Report the suspect main frames committed since the last call as one span, with what the
+    /// rule that doubts them saw.
+    pub fn close_suspect(&mut self, evidence: Option<Evidence>) {
+        if let (Some(run), Some(evidence)) = (self.suspect.take(), evidence) {
+            self.report.suspect_spans.push(SuspectSpan {
+                start: run.start as u64,
+                end: run.end as u64,
+                session: self.report.index,
+                frames: run.frames,
+                time_start_us: Some(run.times.0),
+                time_end_us: Some(run.times.1),
+                evidence,
+            });
+        }
     }
 
     /// A trusted main frame: its 64-bit time, and what the spans before it cost.

@@ -361,10 +361,11 @@ impl Reencoder<'_> {
     }
 
     fn write_frame(&mut self, frame: &Frame<'_>) {
-        // A frame left out is a loss like damage: the next one written marks the seam.
+        // A frame left out (only main frames are suspect) is a loss like damage: the next one
+        // written marks the seam.
         if !self.keep.keeps(frame.trust) {
             if let Some(s) = &mut self.summary {
-                s.suspect_dropped += u64::from(matches!(frame.kind, FrameKind::I | FrameKind::P));
+                s.suspect_dropped += 1;
             }
             return;
         }

@@ -1,6 +1,6 @@
 //! `bbcheck check`: a summary per file and session, and every corrupt span, as text or JSON.
 
-use super::checked::Checked;
+use super::checked::{Checked, verdict_tally};
 use super::hexdump::write_span_bytes;
 use super::{
     Detected, EXIT_CLEAN, EXIT_DAMAGED, EXIT_ERROR, Error, LogFormat, detect, html, input,
@@ -407,21 +407,13 @@ impl<W: Write> Printer<W> {
                 r.path, r.format, r.size, r.sessions, r.spans
             )?;
         }
-        let count = |v: &str| self.rows.iter().filter(|r| r.verdict == v).count();
-        let (damaged, suspect) = (count("damaged"), count("suspect"));
-        write!(
-            out,
-            "{} checked: {} clean, ",
-            self.rows.len(),
-            self.rows.len() - damaged - suspect,
-        )?;
-        if suspect > 0 {
-            write!(out, "{suspect} suspect, ")?;
-        }
         writeln!(
             out,
-            "{damaged} damaged; {} skipped (not a log); {} unreadable",
-            self.skipped, self.failed
+            "{} checked: {}; {} skipped (not a log); {} unreadable",
+            self.rows.len(),
+            verdict_tally(self.rows.iter().map(|r| r.verdict)),
+            self.skipped,
+            self.failed
         )
     }
 }

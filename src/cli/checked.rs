@@ -26,3 +26,20 @@ impl Checked {
         }
     }
 }
+
+/// How many of `verdicts` are clean, suspect (named only when there are any) and damaged, as the
+/// summary of several files says it.
+pub fn verdict_tally<'a>(verdicts: impl Iterator<Item = &'a str>) -> String {
+    let (mut clean, mut suspect, mut damaged) = (0, 0, 0);
+    for verdict in verdicts {
+        match verdict {
+            "clean" => clean += 1,
+            "suspect" => suspect += 1,
+            _ => damaged += 1,
+        }
+    }
+    match suspect {
+        0 => format!("{clean} clean, {damaged} damaged"),
+        _ => format!("{clean} clean, {suspect} suspect, {damaged} damaged"),
+    }
+}

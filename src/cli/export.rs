@@ -46,11 +46,7 @@ pub struct Args {
 impl Args {
     /// Which frames to export.
     fn keep(&self) -> Keep {
-        if self.drop_suspect {
-            Keep::Trusted
-        } else {
-            Keep::All
-        }
+        Keep::dropping_suspect(self.drop_suspect)
     }
 }
 

@@ -8,7 +8,7 @@
 //! itself is bounded too: at most [`MAX_TIMELINES`] sessions are drawn and [`MAX_TABLE_SPANS`]
 //! spans listed (the JSON report has them all).
 
-use super::checked::Checked;
+use super::checked::{Checked, verdict_tally};
 use super::hexdump::write_span_bytes;
 use super::output::AtomicFile;
 use super::{Detected, Error, LogFormat, detect, input};
@@ -509,26 +509,19 @@ pub fn write_index(
     skipped: usize,
     failed: usize,
 ) -> Result<(), Error> {
-    let count = |v: &str| files.iter().filter(|f| f.verdict == v).count();
-    let (damaged, suspect) = (count("damaged"), count("suspect"));
-    let suspect_count = if suspect > 0 {
-        format!("{suspect} suspect, ")
-    } else {
-        String::new()
-    };
+    let tally = verdict_tally(files.iter().map(|f| f.verdict));
     let mut html = String::with_capacity(1024 + 256 * files.len());
     let _ = write!(
         html,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <title>bbcheck: {} files</title><style>{STYLE}</style></head><body>\
-         <header><h1>{} files checked</h1><p class=\"summary\">{} clean, {suspect_count}{damaged} damaged; \
+         <header><h1>{} files checked</h1><p class=\"summary\">{tally}; \
          {skipped} skipped (not a log); {failed} unreadable</p></header><main><section>\
          <table class=\"files\"><thead><tr><th>file</th><th>format</th><th>bytes</th>\
          <th>sessions</th><th>corrupt spans</th><th>verdict</th></tr></thead><tbody>",
         files.len(),
         files.len(),
-        files.len() - damaged - suspect,
     );
     for f in files {
         let name = f.page.file_name().unwrap_or_default().to_string_lossy();

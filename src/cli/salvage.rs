@@ -365,11 +365,7 @@ fn run_blackbox(
         refuse_input(&args.output, &args.input)?;
         files.open = Some((AtomicFile::create(&args.output)?, 0));
     }
-    let keep = if args.drop_suspect {
-        Keep::Trusted
-    } else {
-        Keep::All
-    };
+    let keep = Keep::dropping_suspect(args.drop_suspect);
     let salvaged =
         blackbox::salvage::salvage_into(&name, data, args.session, keep, reached, &mut files);
     let (mut report, mut sessions) = match (salvaged, files.failed.take()) {
