@@ -7,6 +7,7 @@
 //! to nowhere) on the largest real DataFlash log, repeated likewise. Without the real corpus, the
 //! shipped demo log and DataFlash seed stand in.
 
+use bbcheck::report::Keep;
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
@@ -166,8 +167,14 @@ fn bench(c: &mut Criterion) {
     group.bench_function("bbcheck export --jsonl", |b| {
         let reached = AtomicU64::new(0);
         b.iter(|| {
-            bbcheck::dataflash::jsonl::write_jsonl("bench", &data, std::io::sink(), &reached)
-                .expect("export")
+            bbcheck::dataflash::jsonl::write_jsonl(
+                "bench",
+                &data,
+                Keep::All,
+                std::io::sink(),
+                &reached,
+            )
+            .expect("export")
         })
     });
     group.bench_function("bbcheck export --csv, tables to memory", |b| {
@@ -176,6 +183,7 @@ fn bench(c: &mut Criterion) {
             bbcheck::dataflash::csv::write_csv(
                 "bench",
                 &data,
+                Keep::All,
                 |_| Ok(std::io::BufWriter::new(std::io::sink())),
                 &reached,
             )

@@ -123,13 +123,13 @@ pub fn dataflash_check(data: &[u8]) {
     }
 }
 
-/// Accepted DataFlash messages: their bytes, in file order.
+/// Accepted DataFlash messages: their bytes and trust, in file order.
 #[derive(Default, PartialEq, Debug)]
-struct DataflashMessages(Vec<Vec<u8>>);
+struct DataflashMessages(Vec<(Vec<u8>, crate::report::Trust)>);
 
 impl crate::dataflash::Sink for DataflashMessages {
     fn message(&mut self, message: &crate::dataflash::Message<'_>) {
-        self.0.push(message.bytes.to_vec());
+        self.0.push((message.bytes.to_vec(), message.trust));
     }
 }
 
@@ -210,7 +210,7 @@ pub fn dataflash_roundtrip(data: &[u8]) {
     assert_eq!(messages.0.len(), fmts + written.len(), "messages read back");
     for (i, &start) in written.iter().enumerate() {
         let end = written.get(i + 1).copied().unwrap_or(log.len());
-        assert_eq!(messages.0[fmts + i], log[start..end], "message {i}");
+        assert_eq!(messages.0[fmts + i].0, log[start..end], "message {i}");
     }
 }
 
@@ -234,7 +234,7 @@ pub fn dataflash_salvage(data: &[u8]) {
     );
     assert_eq!(
         kept, accepted,
-        "salvaged messages differ from the accepted ones"
+        "salvaged messages (or their trust) differ from the accepted ones"
     );
     let (_, again) = crate::dataflash::salvage::salvage("fuzz", &salvaged.bytes, Formats::new());
     assert_eq!(again.bytes, salvaged.bytes, "salvage is not idempotent");
@@ -318,15 +318,27 @@ fn lines(text: &[u8]) -> impl Iterator<Item = &[u8]> {
 pub fn dataflash_export(data: &[u8]) {
     let reached = std::sync::atomic::AtomicU64::new(0);
     let mut jsonl = Vec::new();
-    crate::dataflash::jsonl::write_jsonl("fuzz", data, &mut jsonl, &reached)
-        .expect("writing to memory");
+    crate::dataflash::jsonl::write_jsonl(
+        "fuzz",
+        data,
+        crate::report::Keep::All,
+        &mut jsonl,
+        &reached,
+    )
+    .expect("writing to memory");
     for line in lines(&jsonl) {
         if let Err(e) = serde_json::from_slice::<serde_json::Value>(line) {
             panic!("not JSON ({e}): {}", String::from_utf8_lossy(line));
         }
     }
-    let (_, tables) = crate::dataflash::csv::write_csv("fuzz", data, |_| Ok(Vec::new()), &reached)
-        .expect("writing to memory");
+    let (_, tables) = crate::dataflash::csv::write_csv(
+        "fuzz",
+        data,
+        crate::report::Keep::All,
+        |_| Ok(Vec::new()),
+        &reached,
+    )
+    .expect("writing to memory");
     for table in tables {
         // Fields per record: commas and line feeds outside quotes end them.
         let mut records = Vec::new();

@@ -138,6 +138,10 @@ pub enum Rule {
     /// Main frames were lost, or the time drifted, later in the I frame's group: the damage may
     /// have begun inside the I frame, which still ended where a frame starts.
     DamageAfterIFrame,
+    /// A DataFlash float far outside every value its column has held in the log.
+    ValueRange,
+    /// NaN or an infinity in a DataFlash float column that held only finite values.
+    NotANumber,
 }
 
 impl Rule {
@@ -147,6 +151,8 @@ impl Rule {
             Rule::IFrameOffset => "i-frame-offset",
             Rule::PFrameOffset => "p-frame-offset",
             Rule::DamageAfterIFrame => "damage-after-i-frame",
+            Rule::ValueRange => "value-range",
+            Rule::NotANumber => "not-a-number",
         }
     }
 }
@@ -177,9 +183,21 @@ impl Evidence {
             score: (score * 100.0).round() / 100.0,
         }
     }
+
+    /// Evidence of a rule that measures nothing, only sees (score 1).
+    pub fn seen(rule: Rule, field: Option<String>) -> Evidence {
+        Evidence {
+            rule,
+            field,
+            offset: 0,
+            threshold: 0,
+            score: 1.0,
+        }
+    }
 }
 
-/// Frames read in step whose values are in doubt: kept in exports and salvage, marked.
+/// Frames (or DataFlash messages) read in step whose values are in doubt: kept in exports and
+/// salvage, marked.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SuspectSpan {
     /// From the first suspect frame's start to the last one's end (half-open, absolute).
@@ -187,9 +205,10 @@ pub struct SuspectSpan {
     pub end: u64,
     /// Session the span belongs to (1-based).
     pub session: usize,
-    /// Main frames in doubt.
+    /// Main frames (Blackbox) or messages (DataFlash) in doubt.
     pub frames: u64,
-    /// Flight time (µs, 64-bit monotonic) of the first and last suspect main frames.
+    /// Flight time (µs, 64-bit monotonic) of the first and last suspect main frames; the
+    /// `TimeUS` of the first and last suspect messages.
     pub time_start_us: Option<u64>,
     pub time_end_us: Option<u64>,
     pub evidence: Evidence,

@@ -8,7 +8,9 @@ use super::{
 };
 use crate::blackbox::{self, decoder::Discard};
 use crate::dataflash;
-use crate::report::{CorruptSpan, FileReport, RegionKind, SessionReport, SuspectSpan, seconds};
+use crate::report::{
+    CorruptSpan, FileReport, RegionKind, Rule, SessionReport, SuspectSpan, seconds,
+};
 use indicatif::ProgressBar;
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -506,7 +508,7 @@ fn write_spans(
     loop {
         match (corrupt.peek(), suspect.peek()) {
             (Some(c), Some(s)) if s.start < c.start => {
-                write_suspect_span(out, &report.path, s, paint)?;
+                write_suspect_span(out, report, s, paint)?;
                 suspect.next();
             }
             (Some(c), _) => {
@@ -514,7 +516,7 @@ fn write_spans(
                 corrupt.next();
             }
             (None, Some(s)) => {
-                write_suspect_span(out, &report.path, s, paint)?;
+                write_suspect_span(out, report, s, paint)?;
                 suspect.next();
             }
             (None, None) => return Ok(()),
@@ -575,11 +577,12 @@ fn write_corrupt_span(
 
 fn write_suspect_span(
     out: &mut impl Write,
-    path: &str,
+    report: &FileReport,
     span: &SuspectSpan,
     paint: Paint,
 ) -> io::Result<()> {
-    let e = &span.evidence;
+    let (path, e) = (&report.path, &span.evidence);
+    let dataflash = report.format == dataflash::report::FORMAT_NAME;
     write!(
         out,
         "{}: {} [{}..{}), session {}: {}",
@@ -590,16 +593,29 @@ fn write_suspect_span(
         span.session,
         e.rule.as_str()
     )?;
-    if let Some(field) = &e.field {
-        write!(
+    match (&e.field, e.rule) {
+        (Some(field), Rule::NotANumber) => {
+            write!(out, ", {field} not a number after finite values")?
+        }
+        (Some(field), Rule::ValueRange) => write!(
+            out,
+            ", {field} {} octaves above its largest value before (threshold {}, score {:.2})",
+            e.offset, e.threshold, e.score
+        )?,
+        (Some(field), _) => write!(
             out,
             ", {field} off by {} (threshold {}, score {:.2})",
             e.offset, e.threshold, e.score
-        )?;
+        )?,
+        (None, _) => {}
     }
+    let noun = match dataflash {
+        true => "message",
+        false => "main frame",
+    };
     write!(
         out,
-        "; {} main frame{} kept, values in doubt",
+        "; {} {noun}{} kept, values in doubt",
         span.frames,
         plural(span.frames)
     )?;

@@ -37,8 +37,8 @@ pub struct Args {
     /// Read the file as this format instead of deciding from its content.
     #[arg(long = "format", id = "log_format", value_enum, default_value_t)]
     log_format: LogFormat,
-    /// Blackbox: leave out suspect frames (read in step, values in doubt). Without it they are
-    /// exported, JSON Lines records marking them `"trust":"suspect"`.
+    /// Leave out suspect frames and messages (read in step, values in doubt). Without it they
+    /// are exported, JSON Lines records marking them `"trust":"suspect"`.
     #[arg(long)]
     drop_suspect: bool,
 }
@@ -86,7 +86,7 @@ fn export_dataflash(args: &Args, data: &[u8], reached: &AtomicU64) -> Result<u8,
     let name = input::name(&args.file);
     let report = if args.jsonl {
         let stdout = io::stdout();
-        crate::dataflash::jsonl::write_jsonl(&name, data, stdout.lock(), reached)
+        crate::dataflash::jsonl::write_jsonl(&name, data, args.keep(), stdout.lock(), reached)
             .map_err(|e| Error::io(Path::new("<stdout>"), e))?
     } else {
         let (dir, stem) = csv_destination(args)?;
@@ -95,6 +95,7 @@ fn export_dataflash(args: &Args, data: &[u8], reached: &AtomicU64) -> Result<u8,
         let result = crate::dataflash::csv::write_csv(
             &name,
             data,
+            args.keep(),
             |table| {
                 // Type names are printable ASCII; keep only what is safe in a file name.
                 let table: String = table

@@ -1249,13 +1249,17 @@ fn write_suspect_table(out: &mut String, file: &FileReport) {
     if total == 0 {
         return;
     }
+    let (things, counted) = match file.format == dataflash::report::FORMAT_NAME {
+        true => ("Messages", "messages"),
+        false => ("Frames", "main frames"),
+    };
     let _ = write!(
         out,
-        "<section id=\"suspect\"><h2>Suspect spans ({total})</h2><p class=\"note\">Frames read \
+        "<section id=\"suspect\"><h2>Suspect spans ({total})</h2><p class=\"note\">{things} read \
          in step and kept in exports and salvage, whose values a value rule doubts \
          (<code>--drop-suspect</code> leaves them out).</p><table class=\"suspect\"><thead><tr>\
          <th>#</th><th>session</th><th>byte range</th><th>rule</th><th>field</th><th>offset</th>\
-         <th>threshold</th><th>score</th><th>main frames</th><th>flight time</th></tr></thead><tbody>"
+         <th>threshold</th><th>score</th><th>{counted}</th><th>flight time</th></tr></thead><tbody>"
     );
     for (i, span) in file.suspect_spans.iter().take(MAX_TABLE_SPANS).enumerate() {
         let e = &span.evidence;

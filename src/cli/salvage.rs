@@ -39,7 +39,8 @@ pub struct Args {
     /// Read the input as this format instead of deciding from its content.
     #[arg(long, value_enum, default_value_t)]
     format: LogFormat,
-    /// Blackbox: leave out suspect frames (read in step, values in doubt) as if they were damaged.
+    /// Leave out suspect frames and messages (read in step, values in doubt) as if they were
+    /// damaged.
     #[arg(long)]
     drop_suspect: bool,
 }
@@ -260,6 +261,15 @@ pub fn run(args: &Args) -> Result<u8, Error> {
     Ok(code)
 }
 
+/// How many suspect frames or messages (`things`) a salvaged log holds, or left out.
+fn suspect_note(kept: u64, dropped: u64, things: &str) -> String {
+    match (kept, dropped) {
+        (0, 0) => String::new(),
+        (0, n) => format!("; left out {n} suspect {things}"),
+        (n, _) => format!(" ({n} suspect: values in doubt)"),
+    }
+}
+
 fn run_dataflash(
     args: &Args,
     input: &[u8],
@@ -298,17 +308,24 @@ fn run_dataflash(
     refuse_input(&args.output, &args.input)?;
     let name = input::name(&args.input);
     let mut file = AtomicFile::create(&args.output)?;
-    let (report, summary) =
-        dataflash::salvage::salvage_into(&name, input, formats, reached, file.writer())
-            .map_err(|e| Error::io(&args.output, e))?;
+    let (report, summary) = dataflash::salvage::salvage_into(
+        &name,
+        input,
+        formats,
+        Keep::dropping_suspect(args.drop_suspect),
+        reached,
+        file.writer(),
+    )
+    .map_err(|e| Error::io(&args.output, e))?;
     file.commit()?;
     if !args.json && !terminal::quiet() {
         let s = &summary;
         let dropped = s.dropped.iter().map(|d| d.input_end - d.input_start);
         let mut line = format!(
-            "wrote {}: {} messages{}",
+            "wrote {}: {} messages{}{}",
             args.output.display(),
             s.messages_kept,
+            suspect_note(s.suspect_kept, s.suspect_dropped, "messages"),
             left_out(s.dropped.len(), dropped.sum())
         );
         if !s.formats_added.is_empty() {
@@ -429,11 +446,11 @@ fn run_blackbox(
         for output in &outputs {
             let main: u64 = output.sessions.iter().map(|s| s.kept.i + s.kept.p).sum();
             let sum = |f: fn(&SalvagedSession) -> u64| output.sessions.iter().map(f).sum::<u64>();
-            let suspect = match (sum(|s| s.suspect_kept), sum(|s| s.suspect_dropped)) {
-                (0, 0) => String::new(),
-                (0, n) => format!("; left out {n} suspect main frames"),
-                (n, _) => format!(" ({n} suspect: values in doubt)"),
-            };
+            let suspect = suspect_note(
+                sum(|s| s.suspect_kept),
+                sum(|s| s.suspect_dropped),
+                "main frames",
+            );
             let spans = output.sessions.iter().flat_map(|s| &s.dropped);
             let bytes = spans.clone().map(|d| d.input_end - d.input_start).sum();
             let n = output.sessions.len();

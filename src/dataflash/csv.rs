@@ -11,6 +11,7 @@ use super::fmt::{Format, Formats};
 use super::message::{Message, Text, Value, int16_array};
 use super::reader::{Noting, Rules, Sink, scan_with};
 use super::report::{DataflashReport, Observer, build};
+use crate::report::Keep;
 use std::io::{self, Write};
 use std::sync::atomic::AtomicU64;
 
@@ -106,6 +107,7 @@ struct CsvSink<'f, W, F> {
     current: Vec<Option<usize>>,
     tables: Vec<Table<W>>,
     observer: Observer,
+    keep: Keep,
     error: Option<io::Error>,
 }
 
@@ -173,6 +175,7 @@ impl<W: Write, F: FnMut(&str) -> io::Result<W>> Sink for CsvSink<'_, W, F> {
     fn message(&mut self, message: &Message<'_>) {
         self.observer.message(message);
         if self.error.is_none()
+            && self.keep.keeps(message.trust)
             && let Err(e) = self.row(message)
         {
             self.error = Some(e);
@@ -186,10 +189,12 @@ impl<W: Write, F: FnMut(&str) -> io::Result<W>> Sink for CsvSink<'_, W, F> {
 
 /// Decode `data` by the thorough rules and write one CSV table per message type, each to a writer
 /// `create` opens for the type's name (`NAME`, or `NAME.2`… for a type redefined with another
-/// layout). Returns the `check` report and the writers, in the order they were opened.
+/// layout), with the messages `keep` asks for. Returns the `check` report and the writers, in the
+/// order they were opened.
 pub fn write_csv<W: Write>(
     path: &str,
     data: &[u8],
+    keep: Keep,
     create: impl FnMut(&str) -> io::Result<W>,
     reached: &AtomicU64,
 ) -> io::Result<(DataflashReport, Vec<W>)> {
@@ -201,6 +206,7 @@ pub fn write_csv<W: Write>(
         current: vec![None; 256],
         tables: Vec::new(),
         observer: Observer::default(),
+        keep,
         error: None,
     };
     let scan = scan_with(
@@ -233,6 +239,7 @@ mod tests {
         let (_, writers) = write_csv(
             "t",
             data,
+            Keep::All,
             |name| {
                 names.push(name.to_owned());
                 Ok(Vec::new())

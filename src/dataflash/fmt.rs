@@ -102,6 +102,11 @@ impl FieldType {
         )
     }
 
+    /// Whether the stored value is a float.
+    pub fn is_float(self) -> bool {
+        matches!(self, FieldType::F32 | FieldType::F64 | FieldType::F16)
+    }
+
     /// Whether the field is a NUL-padded character array.
     pub fn is_text(self) -> bool {
         matches!(

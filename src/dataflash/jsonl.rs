@@ -10,6 +10,7 @@ use super::fmt::{Format, Formats};
 use super::message::{Message, Text, Value, int16_array};
 use super::reader::{self, Noting, Rules, Sink};
 use super::report::{DataflashReport, FORMAT_NAME, Observer, build};
+use crate::report::{Keep, Trust};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::io::{self, BufWriter, Write};
@@ -110,6 +111,7 @@ struct JsonlSink<'f, W: Write> {
     /// The session being written, from 1.
     session: usize,
     observer: Observer,
+    keep: Keep,
     error: Option<io::Error>,
 }
 
@@ -150,7 +152,10 @@ impl<W: Write> JsonlSink<'_, W> {
             }
             write_value(out, value)?;
         }
-        out.write_all(b"]}\n")
+        match message.trust {
+            Trust::Trusted => out.write_all(b"]}\n"),
+            Trust::Suspect => out.write_all(b"],\"trust\":\"suspect\"}\n"),
+        }
     }
 }
 
@@ -158,6 +163,7 @@ impl<W: Write> Sink for JsonlSink<'_, W> {
     fn message(&mut self, message: &Message<'_>) {
         self.observer.message(message);
         if self.error.is_none()
+            && self.keep.keeps(message.trust)
             && let Err(e) = self.record(message)
         {
             self.error = Some(e);
@@ -176,11 +182,12 @@ impl<W: Write> Sink for JsonlSink<'_, W> {
 }
 
 /// Decode `data` by the thorough rules and write it as JSON Lines to `out`: per session a session
-/// record with the formats defined by the session's end, then its messages. Returns the `check`
-/// report of the file.
+/// record with the formats defined by the session's end, then the messages `keep` asks for (a
+/// suspect one ends with `"trust":"suspect"`). Returns the `check` report of the file.
 pub fn write_jsonl(
     path: &str,
     data: &[u8],
+    keep: Keep,
     out: impl Write,
     reached: &AtomicU64,
 ) -> io::Result<DataflashReport> {
@@ -191,6 +198,7 @@ pub fn write_jsonl(
         session_formats: &first.session_formats,
         session: 1,
         observer: Observer::default(),
+        keep,
         error: None,
     };
     sink.session_record(0)?;

@@ -4,6 +4,7 @@
 //! arrays and `int16[32]` arrays stay byte slices. Nothing here allocates per message.
 
 use super::fmt::{FieldType, Format, HEADER_LEN, cut_at_nul};
+use crate::report::Trust;
 use nom::IResult;
 use nom::bytes::complete::take;
 use nom::number::complete::{
@@ -20,6 +21,8 @@ pub struct Message<'a> {
     pub format: &'a Format,
     /// The whole message, header included (`format.message_len()` bytes).
     pub bytes: &'a [u8],
+    /// Whether its values are trusted or in doubt (it ends in step either way).
+    pub trust: Trust,
 }
 
 impl<'a> Message<'a> {

@@ -8,6 +8,7 @@
 //! the shared report, and [`jsonl`] exports it.
 
 pub mod csv;
+pub mod evidence;
 pub mod fmt;
 pub mod jsonl;
 pub mod message;

@@ -18,12 +18,13 @@
 //! long stretch), every message holding a line feed is refused: each may have been a carriage
 //! return.
 
+use super::evidence::Judge;
 use super::fmt::{
     FMT_TYPE, Format, FormatProblem, Formats, HEADER, HEADER_LEN, ProblemKind, Role,
     definition_from_values, fmtu_from_values, mult_from_values, unit_from_values,
 };
 use super::message::{Fields, Message, decode_name};
-use crate::report::DamageReason;
+use crate::report::{DamageReason, Evidence, Trust};
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -103,6 +104,23 @@ pub const OTHER_NAMES: &str = "(other names)";
 /// number of spans.
 pub const MAX_GAPS: usize = 100_000;
 
+/// Suspect runs recorded one by one; beyond this many, each later run extends the last one.
+pub const MAX_SUSPECT_RUNS: usize = 100_000;
+
+/// Consecutive messages read in step whose values are in doubt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SuspectRun {
+    /// From the first message's start to the last one's end.
+    pub start: u64,
+    pub end: u64,
+    pub messages: u64,
+    /// The `TimeUS` of the first and last of them that have one.
+    pub first_time_us: Option<u64>,
+    pub last_time_us: Option<u64>,
+    /// What the first message's values showed.
+    pub evidence: Evidence,
+}
+
 /// What a scan found.
 #[derive(Debug, Clone)]
 pub struct Scan {
@@ -140,6 +158,9 @@ pub struct Scan {
     /// TimeUS jumps back (and the messages after agree) to the next log's start or the end of the
     /// data. Not damage, and not read.
     pub old_data: Vec<(u64, u64)>,
+    /// Runs of accepted messages whose values are in doubt (the thorough rules'
+    /// [`evidence`](super::evidence)), at most [`MAX_SUSPECT_RUNS`].
+    pub suspects: Vec<SuspectRun>,
 }
 
 /// Bytes between accepted messages.
@@ -234,6 +255,33 @@ fn read_metadata(format: &Format, body: &[u8]) -> Option<Metadata> {
     }
 }
 
+/// Add a suspect message to the run it continues, or start a run.
+fn note_suspect(
+    suspects: &mut Vec<SuspectRun>,
+    message: &Message<'_>,
+    time: Option<u64>,
+    evidence: Evidence,
+) {
+    let end = message.offset + message.bytes.len() as u64;
+    let full = suspects.len() >= MAX_SUSPECT_RUNS;
+    match suspects.last_mut() {
+        Some(run) if run.end == message.offset || full => {
+            run.end = end;
+            run.messages = run.messages.saturating_add(1);
+            run.first_time_us = run.first_time_us.or(time);
+            run.last_time_us = time.or(run.last_time_us);
+        }
+        _ => suspects.push(SuspectRun {
+            start: message.offset,
+            end,
+            messages: 1,
+            first_time_us: time,
+            last_time_us: time,
+            evidence,
+        }),
+    }
+}
+
 /// The scanner's state.
 struct Scanner<'a> {
     data: &'a [u8],
@@ -271,6 +319,9 @@ struct Scanner<'a> {
     /// Where the old data being skipped starts (see [`Scan::old_data`]).
     old_from: Option<usize>,
     old_data: Vec<(u64, u64)>,
+    /// Judges the values of the messages the thorough rules accept.
+    judge: Judge,
+    suspects: Vec<SuspectRun>,
 }
 
 /// The longest message there can be: the length is one byte.
@@ -452,6 +503,7 @@ impl Scanner<'_> {
             offset: at as u64,
             format,
             bytes,
+            trust: Trust::Trusted,
         };
         Witness::Message(message.time_us(), at + len)
     }
@@ -596,10 +648,11 @@ impl Scanner<'_> {
             } else {
                 None
             };
-            let message = Message {
+            let mut message = Message {
                 offset: pos as u64,
                 format,
                 bytes,
+                trust: Trust::Trusted,
             };
             // Only the thorough rules read TimeUS; once per message.
             let time = match self.rules {
@@ -675,6 +728,7 @@ impl Scanner<'_> {
                 self.sessions.push(pos as u64);
                 self.session_messages = 0;
                 self.last_time = None;
+                self.judge.forget_all();
                 sink.session(pos as u64);
             }
             self.session_messages += 1;
@@ -683,6 +737,12 @@ impl Scanner<'_> {
                     .last_time
                     .filter(|&last| is_pause(time_after(last, t, narrow)));
                 self.last_time = time;
+            }
+            if self.rules == Rules::Thorough
+                && let Some(evidence) = self.judge.judge(&message)
+            {
+                message.trust = Trust::Suspect;
+                note_suspect(&mut self.suspects, &message, time, evidence);
             }
             sink.message(&message);
             let metadata = match format.role {
@@ -716,6 +776,7 @@ impl Scanner<'_> {
             if let Some(new) = defined {
                 self.flush_count(new.type_id);
                 self.reserve_name(&new.name);
+                self.judge.forget_type(new.type_id);
                 self.formats.install(new);
             }
         }
@@ -747,6 +808,7 @@ impl Scanner<'_> {
             sessions: self.sessions,
             session_formats: self.session_formats.tables,
             old_data: self.old_data,
+            suspects: self.suspects,
         }
     }
 }
@@ -788,6 +850,8 @@ pub fn scan_with<S: Sink>(data: &[u8], rules: Rules, formats: Formats, sink: &mu
         pause_from: None,
         old_from: None,
         old_data: Vec::new(),
+        judge: Judge::default(),
+        suspects: Vec::new(),
     }
     .run(sink)
 }

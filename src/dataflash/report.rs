@@ -8,7 +8,7 @@ use super::message::{Message, Text};
 use super::reader::{Scan, Sink, TruncatedMessage};
 use crate::report::{
     CorruptSpan, DamageReason, FileReport, Firmware, FrameCounts, Region, RegionKind,
-    SessionReport, seconds,
+    SessionReport, SuspectSpan, seconds,
 };
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -343,7 +343,20 @@ pub fn build(path: &str, data: &[u8], scan: Scan, observer: Observer) -> Datafla
                 Vec::new()
             },
             corrupt_spans: session_spans,
-            suspect_spans: Vec::new(),
+            suspect_spans: scan
+                .suspects
+                .iter()
+                .filter(|r| start <= r.start && r.start < end)
+                .map(|r| SuspectSpan {
+                    start: r.start,
+                    end: r.end,
+                    session: i + 1,
+                    frames: r.messages,
+                    time_start_us: r.first_time_us,
+                    time_end_us: r.last_time_us,
+                    evidence: r.evidence.clone(),
+                })
+                .collect(),
             regions: session_regions,
         });
     }

@@ -15,6 +15,7 @@ use super::fmt::{
 use super::message::Message;
 use super::reader::{Noting, Rules, Sink, scan_with};
 use super::report::{DataflashReport, Observer, build};
+use crate::report::{Keep, Trust};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Write};
@@ -31,6 +32,9 @@ pub struct SalvageSummary {
     /// Messages left out because their type could not be defined in the output (a name or
     /// format longer than the output's FMT layout holds).
     pub messages_undefinable: u64,
+    /// Suspect messages (read in step, values in doubt) copied, and left out by `--drop-suspect`.
+    pub suspect_kept: u64,
+    pub suspect_dropped: u64,
     /// Input byte spans left out, with where the output continues after each.
     pub dropped: Vec<DroppedSpan>,
 }
@@ -98,6 +102,7 @@ struct Writer<'a> {
     fmtu_declared: BTreeSet<u8>,
     /// The last TimeUS copied: the time of messages written from the table.
     last_time: u64,
+    keep: Keep,
 }
 
 /// The UNIT, MULT and FMTU definitions and the id tables of the format table a scan starts from
@@ -161,7 +166,12 @@ fn build_message<'a>(
 const PIECE: usize = 1 << 16;
 
 impl<'a> Writer<'a> {
-    fn new(formats: &Formats, to: &'a mut dyn Write, reached: &'a AtomicU64) -> Writer<'a> {
+    fn new(
+        formats: &Formats,
+        keep: Keep,
+        to: &'a mut dyn Write,
+        reached: &'a AtomicU64,
+    ) -> Writer<'a> {
         let mut declared = vec![None; 256];
         let fmt = Format::fmt();
         declared[usize::from(FMT_TYPE)] = Some(Declared::of(&fmt));
@@ -179,6 +189,8 @@ impl<'a> Writer<'a> {
                 messages_kept: 0,
                 formats_added: Vec::new(),
                 messages_undefinable: 0,
+                suspect_kept: 0,
+                suspect_dropped: 0,
                 dropped: Vec::new(),
             },
             units: UnitSource::of(formats),
@@ -186,6 +198,7 @@ impl<'a> Writer<'a> {
             multipliers_declared: BTreeSet::new(),
             fmtu_declared: BTreeSet::new(),
             last_time: 0,
+            keep,
         }
     }
 
@@ -399,6 +412,13 @@ fn put_integer(out: &mut Vec<u8>, field: FieldType, value: i128) -> Option<()> {
 
 impl Sink for Writer<'_> {
     fn message(&mut self, message: &Message<'_>) {
+        if message.trust == Trust::Suspect {
+            if !self.keep.keeps(message.trust) {
+                self.summary.suspect_dropped += 1;
+                return;
+            }
+            self.summary.suspect_kept += 1;
+        }
         let format = message.format;
         let added = self.summary.formats_added.len();
         if !self.declare(format) {
@@ -427,26 +447,35 @@ impl Sink for Writer<'_> {
     }
 }
 
-/// Salvage `data`: its trusted messages as a clean log held in memory, and the report of what the
-/// input held. `formats` is the table the scan starts from: FMT alone, or definitions borrowed
+/// Salvage `data`: its messages read in step (suspect ones too) as a clean log held in memory,
+/// and the report of what the input held. `formats` is the table the scan starts from: FMT alone, or definitions borrowed
 /// from a donor.
 pub fn salvage(path: &str, data: &[u8], formats: Formats) -> (DataflashReport, Salvaged) {
     let mut bytes = Vec::new();
-    let (report, summary) = salvage_into(path, data, formats, &AtomicU64::new(0), &mut bytes)
-        .expect("writing to memory cannot fail");
+    let (report, summary) = salvage_into(
+        path,
+        data,
+        formats,
+        Keep::All,
+        &AtomicU64::new(0),
+        &mut bytes,
+    )
+    .expect("writing to memory cannot fail");
     (report, Salvaged { summary, bytes })
 }
 
-/// [`salvage`], writing the clean log to `to` as the scan goes, and noting in `reached` the input
-/// offset it has reached. Stops writing at the first error of `to`, and returns it.
+/// [`salvage`], keeping the messages `keep` asks for, writing the clean log to `to` as the scan
+/// goes, and noting in `reached` the input offset it has reached. Stops writing at the first
+/// error of `to`, and returns it.
 pub fn salvage_into(
     path: &str,
     data: &[u8],
     formats: Formats,
+    keep: Keep,
     reached: &AtomicU64,
     to: &mut dyn Write,
 ) -> io::Result<(DataflashReport, SalvageSummary)> {
-    let mut writer = Writer::new(&formats, to, reached);
+    let mut writer = Writer::new(&formats, keep, to, reached);
     let mut observer = Observer::default();
     let scan = scan_with(
         data,
@@ -527,7 +556,7 @@ mod tests {
         let mut pieces = Pieces::default();
         let reached = AtomicU64::new(0);
         let (report, summary) =
-            salvage_into("t", &data, Formats::new(), &reached, &mut pieces).unwrap();
+            salvage_into("t", &data, Formats::new(), Keep::All, &reached, &mut pieces).unwrap();
         assert!(report.file.is_clean());
         assert_eq!(pieces.bytes, data);
         assert_eq!(summary.messages_kept, report.dataflash.messages);

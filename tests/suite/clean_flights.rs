@@ -1,5 +1,6 @@
 //! A clean flight is never called damaged. No clean log gets a corrupt span, and at most one
-//! main frame in 10,000 (one per log under 10,000) is marked suspect, however hard it flies.
+//! main frame or message in 10,000 (one per log under 10,000) is marked suspect, however hard it
+//! flies.
 //! This covers every clean real log of the corpus, whatever its firmware family (the manifest
 //! names the damaged ones), and generated flights in every firmware layout with a throttle punch,
 //! sensors read every few frames, a sharp transient with a motor at each end of its range, a
@@ -65,7 +66,7 @@ fn hard_flights() -> Vec<(String, Vec<u8>)> {
     flights
 }
 
-/// Main frames and suspect main frames of a report, and its highest evidence score.
+/// Main frames and suspect main frames of a Blackbox report, and its highest evidence score.
 fn tally(report: &FileReport) -> (u64, u64, f64) {
     let mains = report
         .sessions
@@ -85,34 +86,44 @@ fn tally(report: &FileReport) -> (u64, u64, f64) {
 fn clean_flights_are_never_called_damaged() {
     let mut failures = Vec::new();
     let (mut all_mains, mut all_suspect, mut top) = (0, 0, 0.0f64);
+    let (mut all_messages, mut all_suspect_messages) = (0, 0);
     let logs = clean_real_logs();
     let real = logs.len();
     for (name, data) in logs.into_iter().chain(hard_flights()) {
-        let report = if name.starts_with("ardupilot/") {
-            bbcheck::dataflash::check(&name, &data).file
+        let (report, mains, suspect) = if name.starts_with("ardupilot/") {
+            let report = bbcheck::dataflash::check(&name, &data);
+            let messages = report.dataflash.messages;
+            let suspect = report.file.suspect_spans.iter().map(|s| s.frames).sum();
+            println!("{name}: {messages} messages, {suspect} suspect");
+            (all_messages, all_suspect_messages) =
+                (all_messages + messages, all_suspect_messages + suspect);
+            (report.file, messages, suspect)
         } else {
-            bbcheck::blackbox::decode(
+            let report = bbcheck::blackbox::decode(
                 &name,
                 &data,
                 |_, _| {},
                 &mut bbcheck::blackbox::decoder::Discard,
-            )
+            );
+            let (mains, suspect, score) = tally(&report);
+            println!("{name}: {mains} main frames, {suspect} suspect, top score {score:.2}");
+            (all_mains, all_suspect, top) =
+                (all_mains + mains, all_suspect + suspect, top.max(score));
+            (report, mains, suspect)
         };
-        let (mains, suspect, score) = tally(&report);
-        println!("{name}: {mains} main frames, {suspect} suspect, top score {score:.2}");
-        (all_mains, all_suspect, top) = (all_mains + mains, all_suspect + suspect, top.max(score));
         if !report.corrupt_spans.is_empty() {
             failures.push(format!("{name}: {:?}", report.corrupt_spans));
         }
         if suspect > mains.div_ceil(10_000).max(1) {
             failures.push(format!(
-                "{name}: {suspect} suspect of {mains} main frames: {:?}",
+                "{name}: {suspect} suspect of {mains} main frames or messages: {:?}",
                 report.suspect_spans
             ));
         }
     }
     println!(
-        "{real} real logs and the hard flights: {all_mains} main frames, {all_suspect} suspect, top score {top:.2}"
+        "{real} real logs and the hard flights: {all_mains} main frames, {all_suspect} suspect, top score {top:.2}; \
+         {all_messages} DataFlash messages, {all_suspect_messages} suspect"
     );
     assert!(failures.is_empty(), "{failures:#?}");
     assert!(

@@ -584,6 +584,7 @@ fn damaged_logs_never_panic_and_keep_every_message_before_the_damage() {
             let exported = bbcheck::dataflash::jsonl::write_jsonl(
                 "damaged",
                 &data,
+                bbcheck::report::Keep::All,
                 &mut out,
                 &Default::default(),
             )
@@ -1006,4 +1007,114 @@ fn an_earlier_flight_left_after_the_log_is_old_data_not_damage() {
         report["sessions"][0]["last_time_us"],
         whole["sessions"][0]["last_time_us"]
     );
+}
+
+/// Type 0x42 `BARO` (`Qf`, 15 bytes): a float column.
+fn baro(time: u64, alt: f32) -> Vec<u8> {
+    let mut body = time.to_le_bytes().to_vec();
+    body.extend_from_slice(&alt.to_le_bytes());
+    message(0x42, &body)
+}
+
+/// A log of 40 barometer messages whose 31st reads `odd` (a float from bytes that belong
+/// elsewhere, say): every byte in step.
+fn baro_log(odd: f32) -> Vec<u8> {
+    let mut log = fmt(0x42, 15, "BARO", "Qf", "TimeUS,Alt");
+    for i in 0..40u64 {
+        let alt = if i == 30 {
+            odd
+        } else {
+            12.5 + (i as f32) / 8.0
+        };
+        log.extend(baro(1_000 + i * 10_000, alt));
+    }
+    log
+}
+
+#[test]
+fn a_float_far_outside_its_column_is_kept_marked_suspect() {
+    let dir = TempDir::new("df-suspect");
+    let path = write(&dir, "odd.bin", &baro_log(3.0e12));
+    let odd_offset = 89 + 30 * 15;
+    let (code, report) = check_json(&path);
+    assert_eq!(code, Some(0), "values in doubt are not damage");
+    assert_eq!(report["verdict"], "suspect");
+    let spans = report["suspect_spans"].as_array().unwrap();
+    assert_eq!(spans.len(), 1, "{spans:?}");
+    assert_eq!(spans[0]["start"], odd_offset);
+    assert_eq!(spans[0]["frames"], 1);
+    assert_eq!(spans[0]["evidence"]["rule"], "value-range");
+    assert_eq!(spans[0]["evidence"]["field"], "BARO.Alt");
+    assert_eq!(spans[0]["evidence"]["threshold"], 16);
+    let text = bbcheck(&["check", path.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains(&format!(
+            ":{odd_offset}: suspect [{odd_offset}..{}), session 1: value-range, BARO.Alt 37 octaves above",
+            odd_offset + 15
+        )) && text.contains("1 message kept, values in doubt"),
+        "{text}"
+    );
+    assert_eq!(
+        bbcheck(&["check", "--strict", path.to_str().unwrap()])
+            .status
+            .code(),
+        Some(1)
+    );
+
+    // Exported marked, or left out.
+    let lines = |drop: bool| {
+        let mut args = vec!["export", "--jsonl", path.to_str().unwrap()];
+        args.extend(drop.then_some("--drop-suspect"));
+        let out = bbcheck(&args);
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let all = lines(false);
+    let marked: Vec<&str> = all.lines().filter(|l| l.contains("\"trust\"")).collect();
+    assert_eq!(marked.len(), 1);
+    assert!(
+        marked[0].contains(&format!("\"offset\":{odd_offset},"))
+            && marked[0].ends_with(",\"trust\":\"suspect\"}"),
+        "{}",
+        marked[0]
+    );
+    assert_eq!(lines(true).lines().count() + 1, all.lines().count());
+
+    // Salvaged kept, and judged the same; or left out, and the salvaged log is clean.
+    for (drop, verdict, messages) in [(false, "suspect", 41), (true, "clean", 40)] {
+        let out = dir.join(format!("salvaged-{drop}.bin"));
+        let mut args = vec![
+            "salvage",
+            path.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ];
+        args.extend(drop.then_some("--drop-suspect"));
+        assert_eq!(bbcheck(&args).status.code(), Some(0));
+        let (_, again) = check_json(&out);
+        assert_eq!(again["verdict"], verdict);
+        assert_eq!(again["dataflash"]["messages"], messages);
+    }
+}
+
+#[test]
+fn a_float_column_turning_nan_is_suspect_once() {
+    let dir = TempDir::new("df-nan");
+    let mut log = baro_log(f32::NAN);
+    // It reads NaN from then on: doubted at the first only.
+    let mut t = 500_000u64;
+    for _ in 0..5 {
+        log.extend(baro(t, f32::NAN));
+        t += 10_000;
+    }
+    let path = write(&dir, "nan.bin", &log);
+    let (code, report) = check_json(&path);
+    assert_eq!(code, Some(0));
+    let spans = report["suspect_spans"].as_array().unwrap();
+    assert_eq!(spans.len(), 1, "{spans:?}");
+    assert_eq!(spans[0]["evidence"]["rule"], "not-a-number");
+    assert_eq!(spans[0]["evidence"]["score"], 1.0);
+    // Within range again after it: trusted.
+    let (_, clean) = check_json(&write(&dir, "fine.bin", &baro_log(30.0)));
+    assert_eq!(clean["verdict"], "clean");
 }

@@ -5,8 +5,10 @@
 //!
 //! - ceiling: clean messages whose bytes, and the bytes of the FMT that defines their type,
 //!   survived the damage;
-//! - recall: accepted messages that are a clean message, moved but unchanged, over the ceiling;
-//! - wrong: accepted messages that are not (changed bytes, or read out of step);
+//! - recall: trusted messages that are a clean message, moved but unchanged, over the ceiling;
+//! - wrong: trusted messages that are not (changed bytes, or read out of step);
+//! - suspect: messages kept but marked suspect (a value rule doubts them), and how many of them
+//!   are wrong;
 //! - localisation: damage points inside a reported corrupt span or within 256 bytes of one;
 //! - the reference columns read the same files by pymavlink's rules.
 //!
@@ -18,6 +20,7 @@ use crate::common;
 use bbcheck::damage::{self, Change, Model};
 use bbcheck::dataflash::fmt::Formats;
 use bbcheck::dataflash::{self, Message, Rules, Sink};
+use bbcheck::report::Trust;
 use common::input_offset;
 use std::collections::HashMap;
 
@@ -28,14 +31,15 @@ fn seeds(model: Model) -> u64 {
     if model.uses_seed() { SEEDS } else { 1 }
 }
 
-/// Accepted messages: offset, length, and the offset of the FMT that defined their type.
+/// Accepted messages: offset, length, the offset of the FMT that defined their type, and whether
+/// they are trusted.
 #[derive(Default)]
-struct Messages(Vec<(u64, u64, Option<u64>)>);
+struct Messages(Vec<(u64, u64, Option<u64>, Trust)>);
 
 impl Sink for Messages {
     fn message(&mut self, m: &Message<'_>) {
         self.0
-            .push((m.offset, m.bytes.len() as u64, m.format.defined_at));
+            .push((m.offset, m.bytes.len() as u64, m.format.defined_at, m.trust));
     }
 }
 
@@ -64,13 +68,16 @@ struct Tally {
     ceiling: u64,
     recovered: u64,
     wrong: u64,
+    suspect: u64,
+    suspect_wrong: u64,
     reference_recovered: u64,
     reference_wrong: u64,
     points: u64,
     localised: u64,
 }
 
-/// Accepted messages that are a clean one (by input offset and length), and the others.
+/// Trusted messages that are a clean one (by input offset and length), and the others; suspect
+/// messages, and those of them that are not a clean one.
 ///
 /// A message that overlaps a change but holds exactly the bytes of the clean message it stands
 /// for (its first or its last byte unchanged), as when an inserted byte happens to equal the one
@@ -82,12 +89,14 @@ fn score(
     changes: &[Change],
     got: &Messages,
     intact: &HashMap<u64, bool>,
-) -> (u64, u64) {
-    let (mut recovered, mut wrong) = (0, 0);
-    for &(offset, len, _) in &got.0 {
+) -> Score {
+    let mut s = Score::default();
+    for &(offset, len, _, trust) in &got.0 {
+        let suspect = trust == Trust::Suspect;
+        s.suspect += u64::from(suspect);
         match input_offset(changes, offset, len) {
             Some(at) if clean.get(&at) == Some(&len) => {
-                recovered += u64::from(intact.get(&at) == Some(&true));
+                s.recovered += u64::from(intact.get(&at) == Some(&true) && !suspect);
             }
             _ => {
                 let first = input_offset(changes, offset, 1);
@@ -98,11 +107,23 @@ fn score(
                     clean.get(&at) == Some(&len)
                         && &input[at as usize..(at + len) as usize] == bytes
                 });
-                wrong += u64::from(!right);
+                match suspect {
+                    true => s.suspect_wrong += u64::from(!right),
+                    false => s.wrong += u64::from(!right),
+                }
             }
         }
     }
-    (recovered, wrong)
+    s
+}
+
+/// What [`score`] counts.
+#[derive(Default)]
+struct Score {
+    recovered: u64,
+    wrong: u64,
+    suspect: u64,
+    suspect_wrong: u64,
 }
 
 #[test]
@@ -126,20 +147,30 @@ fn dataflash_recovery_quality_per_damage_model() {
     }
     assert!(logs.len() >= 5, "the corpus has clean DataFlash logs");
     println!(
-        "\n{:<15} {:>5} {:>8} {:>8} {:>8} {:>6} {:>7} {:>7} {:>7}",
-        "model", "cases", "ceiling", "recall%", "ref%", "wrong", "ref wr", "ceil%", "local%"
+        "\n{:<15} {:>5} {:>8} {:>8} {:>8} {:>6} {:>7} {:>7} {:>6} {:>7} {:>7}",
+        "model",
+        "cases",
+        "ceiling",
+        "recall%",
+        "ref%",
+        "wrong",
+        "ref wr",
+        "suspect",
+        "s-wr",
+        "ceil%",
+        "local%"
     );
     let mut failures = Vec::new();
     for model in Model::ALL {
         let mut t = Tally::default();
         for (data, clean) in &logs {
-            let lengths: HashMap<u64, u64> = clean.0.iter().map(|&(o, l, _)| (o, l)).collect();
+            let lengths: HashMap<u64, u64> = clean.0.iter().map(|&(o, l, ..)| (o, l)).collect();
             for seed in 0..seeds(model) {
                 let d = damage::damage(data, model, seed);
                 let intact: HashMap<u64, bool> = clean
                     .0
                     .iter()
-                    .map(|&(o, l, fmt)| {
+                    .map(|&(o, l, fmt, _)| {
                         let fmt_ok = fmt.is_none_or(|f| {
                             lengths
                                 .get(&f)
@@ -150,23 +181,29 @@ fn dataflash_recovery_quality_per_damage_model() {
                     .collect();
                 let (got, report) = read(&d.data, Rules::Thorough);
                 let (reference, _) = read(&d.data, Rules::Reference);
-                let (r, w) = score(data, &d.data, &lengths, &d.changes, &got, &intact);
-                let (rr, rw) = score(data, &d.data, &lengths, &d.changes, &reference, &intact);
+                let ours = score(data, &d.data, &lengths, &d.changes, &got, &intact);
+                let theirs = score(data, &d.data, &lengths, &d.changes, &reference, &intact);
                 t.cases += 1;
                 t.clean += clean.0.len() as u64;
                 t.ceiling += intact.values().filter(|&&x| x).count() as u64;
-                t.recovered += r;
-                t.wrong += w;
-                t.reference_recovered += rr;
-                t.reference_wrong += rw;
+                t.recovered += ours.recovered;
+                t.wrong += ours.wrong;
+                t.suspect += ours.suspect;
+                t.suspect_wrong += ours.suspect_wrong;
+                t.reference_recovered += theirs.recovered;
+                t.reference_wrong += theirs.wrong;
                 for c in &d.changes {
                     // A file cut where a message ends leaves no trace to find.
                     if c.kind == "truncate" && lengths.contains_key(&c.input_offset) {
                         continue;
                     }
                     t.points += 1;
-                    let near = report.file.corrupt_spans.iter().any(|s| {
-                        s.start <= c.offset + c.length.max(1) + 256 && c.offset < s.end + 256
+                    // A suspect span marks the damage as well as a corrupt one.
+                    let file = &report.file;
+                    let spans = file.corrupt_spans.iter().map(|s| (s.start, s.end));
+                    let suspect = file.suspect_spans.iter().map(|s| (s.start, s.end));
+                    let near = spans.chain(suspect).any(|(start, end)| {
+                        start <= c.offset + c.length.max(1) + 256 && c.offset < end + 256
                     });
                     // A cut inside a message: the log says it stops inside its last message.
                     let cut_short = report
@@ -191,7 +228,7 @@ fn dataflash_recovery_quality_per_damage_model() {
         };
         let (recall, local) = (pct(t.recovered, t.ceiling), pct(t.localised, t.points));
         println!(
-            "{:<15} {:>5} {:>8} {:>8.3} {:>8.3} {:>6} {:>7} {:>7.2} {:>7.2}",
+            "{:<15} {:>5} {:>8} {:>8.3} {:>8.3} {:>6} {:>7} {:>7} {:>6} {:>7.2} {:>7.2}",
             model.name(),
             t.cases,
             t.ceiling,
@@ -199,6 +236,8 @@ fn dataflash_recovery_quality_per_damage_model() {
             pct(t.reference_recovered, t.ceiling),
             t.wrong,
             t.reference_wrong,
+            t.suspect,
+            t.suspect_wrong,
             pct(t.ceiling, t.clean),
             local,
         );
@@ -247,15 +286,16 @@ fn check_salvage(data: &[u8], got: &Messages, model: Model, seed: u64, failures:
             report.file.corrupt_spans.first()
         ));
     }
-    let bytes_of = |file: &[u8], m: &Messages| -> Vec<Vec<u8>> {
+    let bytes_of = |file: &[u8], m: &Messages| -> Vec<(Vec<u8>, Trust)> {
         m.0.iter()
-            .map(|&(o, l, _)| file[o as usize..(o + l) as usize].to_vec())
+            .map(|&(o, l, _, trust)| (file[o as usize..(o + l) as usize].to_vec(), trust))
             .collect()
     };
-    // Without a donor nothing is added: the output is the accepted messages, in order.
+    // Without a donor nothing is added: the output is the accepted messages, in order, judged
+    // alike.
     if bytes_of(&salvaged.bytes, &kept) != bytes_of(data, got) {
         failures.push(format!(
-            "{case}: salvaged messages differ from the accepted ones"
+            "{case}: salvaged messages (or their trust) differ from the accepted ones"
         ));
     }
     let (_, again) = dataflash::salvage::salvage("quality", &salvaged.bytes, Formats::new());

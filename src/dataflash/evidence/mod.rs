@@ -1,0 +1,298 @@
+//! The evidence the DataFlash reader weighs, one rule a file. Each says what it sees, its
+//! threshold, how it was calibrated and the level of trust it yields:
+//!
+//! - corrupt (structural: the bytes cannot be read in step, they are reported as a corrupt span):
+//!   a message must end where another starts, the end of the data or its padding; its type must
+//!   be defined; its `TimeUS` must fit the messages around it; in a text-mode copy it must hold no
+//!   line feed. These live in the reader's scan.
+//! - suspect (value evidence only: the message ends in step and is kept, marked): [`value_range`]
+//!   and [`not_a_number`], on the float columns of each (type, instance), learned from the
+//!   messages accepted before it in the log. A message spliced from the head of one and the tail
+//!   of another that ends in step carries the tail's bytes as values: floats of 1e-38 or 1e10,
+//!   NaN.
+//!
+//! Integer columns are not judged: on clean logs they leave rest (0) for values up to 2^16 at
+//! once (flags, angles in centidegrees, counters), so a range learned from them says little.
+//! `tests/suite/clean_flights.rs` holds the calibration: on every clean real log no rule fires.
+
+pub mod not_a_number;
+pub mod value_range;
+
+use super::fmt::{FieldType, Format, Role};
+use super::message::{Message, f16_to_f32, field};
+use crate::report::Evidence;
+
+/// Values a column must have held before one is judged against them.
+pub const MIN_VALUES: u32 = 8;
+
+/// Instances of one type whose columns are learned; messages of further instances (a garbled
+/// instance number, say) are not judged.
+pub const MAX_INSTANCES: usize = 32;
+
+/// What the values of one float column have been.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Column {
+    /// Values seen.
+    pub values: u32,
+    /// The largest magnitude of a finite value (0 when none).
+    pub largest: f64,
+    /// Whether a value was NaN or infinite.
+    pub not_finite: bool,
+    /// The magnitude below which a value needs no judging: the largest so far (at least 1).
+    limit: f64,
+}
+
+impl Default for Column {
+    fn default() -> Self {
+        Column {
+            values: 0,
+            largest: 0.0,
+            not_finite: false,
+            limit: 1.0,
+        }
+    }
+}
+
+impl Column {
+    /// Take `x` into what the column has held.
+    #[inline]
+    pub fn learn(&mut self, x: f64) {
+        self.values = self.values.saturating_add(1);
+        if x.is_finite() {
+            self.largest = self.largest.max(x.abs());
+            self.limit = self.limit.max(x.abs());
+        } else {
+            self.not_finite = true;
+        }
+    }
+}
+
+/// The columns learned for one instance of a type.
+#[derive(Debug, Clone)]
+struct Instance {
+    id: u8,
+    columns: Vec<Column>,
+}
+
+/// Where a type's judged values lie in its body.
+#[derive(Debug, Clone, Default)]
+struct Layout {
+    /// Column index, byte offset and type of each float column.
+    floats: Vec<(usize, usize, FieldType)>,
+    /// Byte offset and type of the instance column (FMTU's `#`).
+    instance: Option<(usize, FieldType)>,
+    /// Whether the layout was read with the type's FMTU units known.
+    with_units: bool,
+}
+
+impl Layout {
+    /// The layout of `format`: empty when its messages are not judged (no float, or a name
+    /// among its columns: a parameter's, say, with unrelated quantities in one column).
+    fn of(format: &Format) -> Layout {
+        let mut layout = Layout {
+            with_units: format.unit_ids.is_some(),
+            ..Layout::default()
+        };
+        if format.role != Role::Data || format.fields.iter().any(|f| f.is_text()) {
+            return layout;
+        }
+        let mut units = format.unit_ids.as_deref().unwrap_or("").chars();
+        let mut offset = 0;
+        for (i, &field) in format.fields.iter().enumerate() {
+            let unit = units.next();
+            if field.is_float() {
+                layout.floats.push((i, offset, field));
+            } else if unit == Some('#') && layout.instance.is_none() {
+                layout.instance = Some((offset, field));
+            }
+            offset += field.size();
+        }
+        layout
+    }
+}
+
+/// What is learned about one type.
+#[derive(Debug, Clone, Default)]
+struct Learned {
+    layout: Option<Layout>,
+    instances: Vec<Instance>,
+}
+
+/// Judges the float columns of each message against what the log's earlier messages of its type
+/// and instance held, and learns from every accepted message (a suspect one too, so that a
+/// lasting change is doubted once, and a salvaged log that keeps it is judged the same).
+#[derive(Debug, Clone)]
+pub struct Judge {
+    types: Vec<Learned>,
+}
+
+impl Default for Judge {
+    fn default() -> Self {
+        Judge {
+            types: vec![Learned::default(); 256],
+        }
+    }
+}
+
+impl Judge {
+    /// Forget a type's columns: it was redefined.
+    pub fn forget_type(&mut self, type_id: u8) {
+        self.types[usize::from(type_id)] = Learned::default();
+    }
+
+    /// Forget everything: a new log starts.
+    pub fn forget_all(&mut self) {
+        self.types.fill(Learned::default());
+    }
+
+    /// The evidence against `message`'s values, if any; then learn them.
+    pub fn judge(&mut self, message: &Message<'_>) -> Option<Evidence> {
+        let format = message.format;
+        let learned = &mut self.types[usize::from(format.type_id)];
+        // FMTU may name the instance column after the first messages.
+        if learned
+            .layout
+            .as_ref()
+            .is_none_or(|l| l.with_units != format.unit_ids.is_some())
+        {
+            learned.layout = Some(Layout::of(format));
+        }
+        let layout = learned.layout.as_ref()?;
+        if layout.floats.is_empty() {
+            return None;
+        }
+        let body = message.body();
+        let value_at = |offset: usize, ty: FieldType| Some(field(ty, body.get(offset..)?).ok()?.1);
+        let instance = match layout.instance {
+            Some((offset, ty)) => Some(u8::try_from(value_at(offset, ty)?.as_integer()?).ok()?),
+            None => None,
+        };
+        let id = instance.unwrap_or(0);
+        let at = match learned.instances.iter().position(|i| i.id == id) {
+            Some(at) => at,
+            None if learned.instances.len() < MAX_INSTANCES => {
+                learned.instances.push(Instance {
+                    id,
+                    columns: vec![Column::default(); layout.floats.len()],
+                });
+                learned.instances.len() - 1
+            }
+            None => return None,
+        };
+        let columns = &mut learned.instances[at].columns;
+        let mut evidence = None;
+        for (column, &(i, offset, ty)) in columns.iter_mut().zip(&layout.floats) {
+            let Some(x) = float_at(body, offset, ty) else {
+                continue;
+            };
+            // Most values lie inside what their column held: nothing to judge.
+            if x.abs() < column.limit {
+                column.values = column.values.saturating_add(1);
+                continue;
+            }
+            if evidence.is_none() && column.values >= MIN_VALUES {
+                let field = || column_name(&format.name, instance, &format.columns[i]);
+                evidence = match not_a_number::judge(column, x) {
+                    Some(rule) => Some(Evidence::seen(rule, Some(field()))),
+                    None => value_range::judge(column, x).map(|(octaves, threshold)| {
+                        Evidence::new(value_range::RULE, Some(field()), octaves, threshold)
+                    }),
+                };
+            }
+            column.learn(x);
+        }
+        evidence
+    }
+}
+
+/// The float of type `ty` at `offset` in `body`.
+#[inline]
+fn float_at(body: &[u8], offset: usize, ty: FieldType) -> Option<f64> {
+    let bytes = |n: usize| body.get(offset..offset.checked_add(n)?);
+    match ty {
+        FieldType::F32 => Some(f32::from_le_bytes(bytes(4)?.try_into().ok()?).into()),
+        FieldType::F64 => Some(f64::from_le_bytes(bytes(8)?.try_into().ok()?)),
+        FieldType::F16 => Some(f16_to_f32(u16::from_le_bytes(bytes(2)?.try_into().ok()?)).into()),
+        _ => None,
+    }
+}
+
+/// A column as evidence names it: `TYPE.Column`, or `TYPE[instance].Column`.
+fn column_name(type_name: &str, instance: Option<u8>, column: &str) -> String {
+    match instance {
+        Some(i) => format!("{type_name}[{i}].{column}"),
+        None => format!("{type_name}.{column}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dataflash::fmt::Definition;
+    use crate::dataflash::synth::message;
+    use crate::report::{Rule, Trust};
+
+    /// `VIBE` (`QBf`: time, IMU instance, a float), with FMTU's unit ids if any.
+    fn vibe(units: Option<&str>) -> Format {
+        let definition = Definition {
+            type_value: 0x50,
+            length: 16,
+            name: b"VIBE",
+            format: b"QBf",
+            columns: b"TimeUS,IMU,VibeX",
+        };
+        let (mut format, _) = Format::define(&definition, None).unwrap();
+        format.unit_ids = units.map(str::to_owned);
+        format
+    }
+
+    /// The evidence against each of `values` (instance, value), judged in turn.
+    fn judge_all(format: &Format, values: &[(u8, f32)]) -> Vec<Option<Evidence>> {
+        let mut judge = Judge::default();
+        let mut time = 0u64;
+        values
+            .iter()
+            .map(|&(imu, x)| {
+                time += 1000;
+                let mut body = time.to_le_bytes().to_vec();
+                body.push(imu);
+                body.extend(x.to_le_bytes());
+                let bytes = message(0x50, &body);
+                let message = Message {
+                    offset: 0,
+                    format,
+                    bytes: &bytes,
+                    trust: Trust::Trusted,
+                };
+                judge.judge(&message)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn each_instance_has_its_own_range() {
+        // IMU 0 reads about 1, IMU 1 about a million; then IMU 0 reads a million.
+        let mut values: Vec<(u8, f32)> = (0..20)
+            .map(|i| if i % 2 == 0 { (0, 1.0) } else { (1, 1e6) })
+            .collect();
+        values.push((0, 1e6));
+        let judged = judge_all(&vibe(Some("s#-")), &values);
+        assert!(judged[..20].iter().all(Option::is_none), "{judged:?}");
+        let last = judged[20].as_ref().unwrap();
+        assert_eq!(last.rule, Rule::ValueRange);
+        assert_eq!(last.field.as_deref(), Some("VIBE[0].VibeX"));
+        assert_eq!((last.offset, last.threshold), (19, 16));
+        // Without FMTU the instances share the column: a million is nothing new.
+        let shared = judge_all(&vibe(None), &values);
+        assert!(shared.iter().all(Option::is_none), "{shared:?}");
+    }
+
+    #[test]
+    fn a_column_is_judged_once_it_has_held_enough_values() {
+        let mut values = vec![(0, 1.0); MIN_VALUES as usize - 1];
+        values.push((0, 1e9));
+        assert!(judge_all(&vibe(None), &values).iter().all(Option::is_none));
+        values.insert(0, (0, 1.0));
+        assert!(judge_all(&vibe(None), &values).last().unwrap().is_some());
+    }
+}
