@@ -29,10 +29,15 @@ pub enum Model {
     /// One header line garbled (a Blackbox field other than the frame definitions; the format
     /// characters of one DataFlash FMT message).
     HeaderLine,
+    /// One block of 2–64 bytes inserted after every 512–8192 bytes of the file (a download's
+    /// chunk headers, a container's blocks).
+    PeriodicInsertions,
 }
 
 impl Model {
-    /// Every model, in the order reports list them.
+    /// Every model that damages bytes where they lie, in the order reports list them. Periodic
+    /// insertions are measured apart: by what reading the file without them recovers
+    /// (`tests/suite/periodic.rs`).
     pub const ALL: [Model; 10] = [
         Model::DropRuns,
         Model::DropBytes,
@@ -59,6 +64,7 @@ impl Model {
             Model::Truncate => "truncate",
             Model::Newline => "newline",
             Model::HeaderLine => "header-line",
+            Model::PeriodicInsertions => "periodic-insertions",
         }
     }
 
@@ -309,6 +315,16 @@ pub fn damage(input: &[u8], model: Model, seed: u64) -> Damaged {
                 i += 1;
             }
         }
+        Model::PeriodicInsertions => {
+            let every = rng.range(512, 8193);
+            let len = rng.range(2, 65);
+            let mut block: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+            // Not one byte repeated: a run of one byte is the erased flash or zero fill of a log.
+            block[0] = block[1].wrapping_add(1);
+            for at in (every..input.len()).step_by(every) {
+                edits.push((at, Edit::Insert(block.clone()), "insert"));
+            }
+        }
         Model::HeaderLine => {
             let spots = &layout.header_spots;
             if !spots.is_empty() {
@@ -394,7 +410,7 @@ mod tests {
     #[test]
     fn changes_say_exactly_what_happened() {
         let input = demo();
-        for model in Model::ALL {
+        for model in Model::ALL.into_iter().chain([Model::PeriodicInsertions]) {
             for seed in 0..5 {
                 let d = damage(&input, model, seed);
                 assert_eq!(d.data, damage(&input, model, seed).data, "deterministic");
@@ -435,7 +451,7 @@ mod tests {
     #[test]
     fn the_seed_changes_the_damage_of_every_model_but_the_text_mode_copy() {
         let input = demo();
-        for model in Model::ALL {
+        for model in Model::ALL.into_iter().chain([Model::PeriodicInsertions]) {
             let first = damage(&input, model, 0).data;
             let varies = (1..6).any(|seed| damage(&input, model, seed).data != first);
             assert_eq!(varies, model.uses_seed(), "{model:?}");

@@ -241,10 +241,20 @@ pub fn dataflash_salvage(data: &[u8]) {
 }
 
 /// Decode any bytes as a Blackbox log: never panics, and the report accounts for every byte once.
+/// Any blocks recurring at a stride in them are found without a panic, and taking them out
+/// removes exactly their bytes.
 pub fn blackbox_check(data: &[u8]) {
     let report = blackbox::decode("fuzz", data, |_, _| {}, &mut Discard);
     if let Err(e) = report.check_accounting() {
         panic!("byte accounting broken: {e}");
+    }
+    for blocks in crate::periodic::find(data) {
+        let removed = blocks.count * blocks.length;
+        assert_eq!(
+            crate::periodic::remove(data, &blocks).len() as u64 + removed,
+            data.len() as u64,
+            "{blocks:?}"
+        );
     }
 }
 

@@ -12,6 +12,7 @@ pub mod dataflash;
 mod decimal;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod periodic;
 pub mod report;
 pub mod synth;
 pub mod textmode;

@@ -1,6 +1,7 @@
 //! What `check` finds in a file: sessions, frame counts, corrupt spans with reasons, and the
 //! regions that are not damage. Every byte of a file is in exactly one region or corrupt span.
 
+use crate::periodic::Insertions;
 use crate::textmode::Conversion;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -392,6 +393,10 @@ pub struct FileReport {
     /// every span are the restored log's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text_mode_copy: Option<TextModeCopy>,
+    /// The blocks inserted at a fixed stride that were taken out, when the file was read without
+    /// them: offsets, `size` and every span are the log's without them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub periodic_insertions: Option<Box<Insertions>>,
 }
 
 /// A text-mode copy read as it was before the copy.
@@ -428,6 +433,7 @@ impl FileReport {
             corrupt_spans,
             suspect_spans,
             text_mode_copy: None,
+            periodic_insertions: None,
         }
     }
 

@@ -179,6 +179,7 @@ fn check_one(job: &Job, args: &Args, reached: &[AtomicU64], done: &[AtomicU64]) 
                 check_data(&job.path, &data, args.format, reached, done).map(|r| (r, None))
             })?;
         report.file_mut().text_mode_copy = data.text_mode_copy();
+        report.file_mut().periodic_insertions = data.insertions().cloned().map(Box::new);
         if let (Some(page), Some(timeline)) = (&job.page, &timeline) {
             html::write(page, &report, timeline, &data)?;
         }
@@ -524,16 +525,37 @@ fn write_spans(
     }
 }
 
-/// How a file read restored from a text-mode copy was copied.
+/// How a file read restored was changed: copied in text mode, blocks inserted at a stride.
 fn write_text_mode_copy(out: &mut impl Write, report: &FileReport) -> io::Result<()> {
-    match report.text_mode_copy {
-        Some(copy) => writeln!(
+    if let Some(copy) = report.text_mode_copy {
+        writeln!(
             out,
             "  a text-mode copy ({} bytes): every line feed had become CR LF; read as it was before \
              the copy, and offsets are that log's",
             copy.input_size
-        ),
-        None => Ok(()),
+        )?;
+    }
+    if let Some(blocks) = &report.periodic_insertions {
+        writeln!(
+            out,
+            "  {} {}-byte insertions ({}) every {} bytes from offset {} of the {}-byte file: \
+             removed; offsets are the log's without them",
+            blocks.count,
+            blocks.length,
+            shortened(&blocks.bytes),
+            blocks.stride,
+            blocks.first,
+            blocks.input_size
+        )?;
+    }
+    Ok(())
+}
+
+/// Hex bytes as a line shows them: the first 16, then an ellipsis.
+fn shortened(hex: &str) -> String {
+    match hex.get(..32) {
+        Some(head) if hex.len() > 32 => format!("{head}…"),
+        _ => hex.to_owned(),
     }
 }
 

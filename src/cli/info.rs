@@ -488,7 +488,8 @@ pub fn run(args: &Args) -> Result<u8, Error> {
             .map_err(io::Error::from)
             .and_then(|()| writeln!(out))
     } else {
-        write_human(&mut out, &info, args.all)
+        out.write_all(data.restored_note().as_bytes())
+            .and_then(|()| write_human(&mut out, &info, args.all))
     };
     written
         .and_then(|()| out.flush())

@@ -5,6 +5,7 @@
 use super::Error;
 use crate::blackbox::decoder::{EventFrame, Frame, Sink};
 use crate::dataflash;
+use crate::periodic::{self, Insertions};
 use crate::report::TextModeCopy;
 use crate::textmode::{self, Conversion};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -28,15 +29,48 @@ const TICK: Duration = Duration::from_millis(1);
 pub enum Input {
     Read(Vec<u8>),
     Mapped(Mmap),
-    /// A text-mode copy, as it was before the copy (see [`open`]).
-    Restored(Vec<u8>, TextModeCopy),
+    /// The log as it was before a text-mode copy or a download changed it (see [`open`]).
+    Restored(Vec<u8>, Restoration),
+}
+
+/// What was undone to read a file as the log it holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Restoration {
+    pub text_mode_copy: Option<TextModeCopy>,
+    pub insertions: Option<Insertions>,
 }
 
 impl Input {
     /// How the file was copied in text mode, when it is read restored.
     pub fn text_mode_copy(&self) -> Option<TextModeCopy> {
         match self {
-            Input::Restored(_, copy) => Some(*copy),
+            Input::Restored(_, restoration) => restoration.text_mode_copy,
+            _ => None,
+        }
+    }
+
+    /// What was undone to read the file, as lines to show a user (empty when nothing was).
+    pub fn restored_note(&self) -> String {
+        let mut note = String::new();
+        if let Some(copy) = self.text_mode_copy() {
+            note.push_str(&format!(
+                "read as it was before a text-mode copy ({} bytes) turned every line feed into CR LF\n",
+                copy.input_size
+            ));
+        }
+        if let Some(blocks) = self.insertions() {
+            note.push_str(&format!(
+                "read without {} {}-byte blocks inserted every {} bytes\n",
+                blocks.count, blocks.length, blocks.stride
+            ));
+        }
+        note
+    }
+
+    /// The periodic insertions removed, when there were any.
+    pub fn insertions(&self) -> Option<&Insertions> {
+        match self {
+            Input::Restored(_, restoration) => restoration.insertions.as_ref(),
             _ => None,
         }
     }
@@ -62,17 +96,47 @@ pub fn name(path: &Path) -> String {
 }
 
 /// Open an input file as the log it holds; `-` is standard input. A Unix → Windows text-mode
-/// copy, which lost nothing, is read as it was before the copy.
+/// copy, which lost nothing, is read as it was before the copy; blocks inserted at a fixed stride
+/// (a download's chunk headers) are taken out when the log reads in step without them.
 pub fn open(path: &Path) -> Result<Input, Error> {
     let input = open_raw(path)?;
-    if !textmode::is_crlf_copy(&input) {
-        return Ok(input);
+    let mut restoration = Restoration::default();
+    let mut restored = None;
+    if textmode::is_crlf_copy(&input) {
+        restoration.text_mode_copy = Some(TextModeCopy {
+            conversion: Conversion::LfToCrLf,
+            input_size: input.len() as u64,
+        });
+        restored = Some(textmode::restore_crlf(&input));
     }
-    let copy = TextModeCopy {
-        conversion: Conversion::LfToCrLf,
-        input_size: input.len() as u64,
-    };
-    Ok(Input::Restored(textmode::restore_crlf(&input), copy))
+    let log = restored.as_deref().unwrap_or(&input);
+    if let Some((without, insertions)) = periodic::restore(log, corrupt_spans) {
+        restoration.insertions = Some(insertions);
+        restored = Some(without);
+    }
+    Ok(match restored {
+        Some(data) => Input::Restored(data, restoration),
+        None => input,
+    })
+}
+
+/// The corrupt spans of `data` read as the log its content shows (none when it shows none).
+fn corrupt_spans(data: &[u8]) -> Vec<(u64, u64)> {
+    use crate::blackbox::{self, decoder::Discard};
+    let blackbox = blackbox::is_blackbox(data);
+    let report =
+        if dataflash::starts_as_dataflash(data) || !blackbox && dataflash::is_dataflash(data) {
+            dataflash::check("", data).file
+        } else if blackbox {
+            blackbox::decode("", data, |_, _| {}, &mut Discard)
+        } else {
+            return Vec::new();
+        };
+    report
+        .corrupt_spans
+        .iter()
+        .map(|s| (s.start, s.end))
+        .collect()
 }
 
 /// Open an input file's bytes as they are; `-` is standard input (always read whole).

@@ -255,6 +255,9 @@ pub fn run(args: &Args) -> Result<u8, Error> {
             )?
         }
     };
+    if !args.json && !terminal::quiet() {
+        printed.insert_str(0, &data.restored_note());
+    }
     io::stdout()
         .write_all(printed.as_bytes())
         .map_err(|e| Error::io(Path::new("<stdout>"), e))?;

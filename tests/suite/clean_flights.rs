@@ -16,27 +16,6 @@ use bbcheck::synth::{self, FlightSpec, Layout};
 /// How far under [`CORRUPT_SCORE`] the evidence on clean flights must stay.
 const MARGIN: f64 = 4.0;
 
-/// The clean real logs: those whose manifest notes say nothing of damage.
-fn clean_real_logs() -> Vec<(String, Vec<u8>)> {
-    let Some(corpus) = common::corpus() else {
-        return Vec::new();
-    };
-    let manifest = std::fs::read_to_string(corpus.join("real/MANIFEST.tsv")).unwrap();
-    manifest
-        .lines()
-        .skip(1)
-        .filter_map(|line| {
-            let columns: Vec<&str> = line.split('\t').collect();
-            let notes = columns.last()?.to_lowercase();
-            (!notes.contains("damage")).then(|| columns[0].to_owned())
-        })
-        .map(|file| {
-            let data = std::fs::read(corpus.join("real").join(&file)).unwrap();
-            (file, data)
-        })
-        .collect()
-}
-
 /// Hard flights in every layout, four seeds each, about 10,000 main frames apiece.
 fn hard_flights() -> Vec<(String, Vec<u8>)> {
     let mut flights = Vec::new();
@@ -87,7 +66,7 @@ fn clean_flights_are_never_called_damaged() {
     let mut failures = Vec::new();
     let (mut all_mains, mut all_suspect, mut top) = (0, 0, 0.0f64);
     let (mut all_messages, mut all_suspect_messages) = (0, 0);
-    let logs = clean_real_logs();
+    let logs = common::clean_real_logs();
     let real = logs.len();
     for (name, data) in logs.into_iter().chain(hard_flights()) {
         let (report, mains, suspect) = if name.starts_with("ardupilot/") {

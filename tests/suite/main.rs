@@ -19,6 +19,7 @@ mod json_schema;
 mod misplaced_frame;
 mod other_frames;
 mod parallel;
+mod periodic;
 mod pymavlink_oracle;
 mod quality;
 mod readme;

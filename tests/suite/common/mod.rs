@@ -29,6 +29,27 @@ pub fn corpus() -> Option<PathBuf> {
     None
 }
 
+/// The clean real logs: those whose manifest notes say nothing of damage.
+pub fn clean_real_logs() -> Vec<(String, Vec<u8>)> {
+    let Some(corpus) = corpus() else {
+        return Vec::new();
+    };
+    let manifest = std::fs::read_to_string(corpus.join("real/MANIFEST.tsv")).unwrap();
+    manifest
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let columns: Vec<&str> = line.split('\t').collect();
+            let notes = columns.last()?.to_lowercase();
+            (!notes.contains("damage")).then(|| columns[0].to_owned())
+        })
+        .map(|file| {
+            let data = std::fs::read(corpus.join("real").join(&file)).unwrap();
+            (file, data)
+        })
+        .collect()
+}
+
 /// Where the bytes `[offset, offset + len)` of a damaged copy were in its input, when they are an
 /// unchanged stretch of it.
 pub fn input_offset(changes: &[bbcheck::damage::Change], offset: u64, len: u64) -> Option<u64> {
