@@ -478,6 +478,9 @@ struct Layout {
     current_offset: i64,
     current_scale: i64,
     vbat_scale: i64,
+    /// Betaflight 4.3.0 and later log the battery voltage in hundredths of a volt (before, in
+    /// tenths): the tools read the version from the firmware revision.
+    vbat_centivolts: bool,
     inav_battery: InavBattery,
     inav_modes: InavModes,
     inav_states: bool,
@@ -498,6 +501,34 @@ fn inav_version(revision: &str) -> (i64, i64, i64) {
     let minor = leading_int(parts.next().unwrap_or(""));
     let micro = leading_int(parts.next().unwrap_or(""));
     (major, minor, micro)
+}
+
+/// Whether `version` is at least `target` as the tools' semver.c compares them: `+metadata` and
+/// then `-prerelease` cut off, up to four dot-separated integers (major, minor, patch counted),
+/// and a prerelease before its release; a version that does not parse (or none) is not.
+fn semver_at_least(version: &str, target: (i64, i64, i64)) -> bool {
+    let valid = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '+');
+    if version.is_empty() || version.len() > 255 || !version.chars().all(valid) {
+        return false;
+    }
+    let version = version.split('+').next().unwrap_or("");
+    let (numbers, prerelease) = match version.split_once('-') {
+        Some((numbers, pre)) => (numbers, Some(pre)),
+        None => (version, None),
+    };
+    let mut parts = [0i64; 3];
+    for (i, slice) in numbers.split('.').take(4).enumerate() {
+        let digits = slice.strip_prefix(['-', '+']).unwrap_or(slice);
+        if !digits.chars().all(|c| c.is_ascii_digit()) {
+            return false;
+        }
+        let value = slice.parse::<i64>().unwrap_or(0);
+        if let Some(part) = parts.get_mut(i) {
+            *part = value;
+        }
+    }
+    let parts = (parts[0], parts[1], parts[2]);
+    parts > target || parts == target && prerelease.is_none()
 }
 
 impl Layout {
@@ -633,6 +664,7 @@ impl Layout {
             current_offset: setting("currentMeter", 0).unwrap_or(0),
             current_scale: setting("currentMeter", 1).unwrap_or(400),
             vbat_scale: setting("vbatscale", 0).unwrap_or(110),
+            vbat_centivolts: semver_at_least(&carry.fc_version, (4, 3, 0)),
             inav_battery,
             inav_modes,
             inav_states: cleanflight_type,
@@ -930,6 +962,7 @@ impl ReferenceCsv {
                 MainColumn::Time => put_int(cells, at, time.map_or(v, |t| t as i64), 0),
                 MainColumn::BaroAlt => put_int(cells, at, v, 0),
                 MainColumn::Vbat => match layout.flavour {
+                    Flavour::Betaflight if layout.vbat_centivolts => put_decimal(cells, at, v, 2),
                     Flavour::Betaflight => put_decimal(cells, at, v, 1),
                     Flavour::Inav => {
                         let millivolts = match layout.inav_battery {
@@ -1382,6 +1415,24 @@ mod tests {
             let mut out = Vec::new();
             write_general(&mut out, v);
             assert_eq!(String::from_utf8(out).unwrap(), want, "{v}");
+        }
+    }
+
+    #[test]
+    fn versions_compare_as_the_tools_semver_does() {
+        let at_least = |v| semver_at_least(v, (4, 3, 0));
+        for v in [
+            "4.3.0",
+            "4.5.3",
+            "2025.12.2",
+            "2026.6.0-alpha",
+            "4.3.0+abc",
+            "5",
+        ] {
+            assert!(at_least(v), "{v}");
+        }
+        for v in ["4.2.11", "4.3.0-RC1", "3.1.5", "", "4.x.0", "v4.5.0"] {
+            assert!(!at_least(v), "{v}");
         }
     }
 
