@@ -191,7 +191,7 @@ impl Judge {
                 continue;
             }
             if evidence.is_none() && column.values >= MIN_VALUES {
-                let field = || column_name(&format.name, instance, &format.columns[i]);
+                let field = || column_name(&format.name, instance, format.columns.get(i));
                 evidence = match not_a_number::judge(column, x) {
                     Some(rule) => Some(Evidence::seen(rule, Some(field()))),
                     None => value_range::judge(column, x).map(|(octaves, threshold)| {
@@ -217,8 +217,10 @@ fn float_at(body: &[u8], offset: usize, ty: FieldType) -> Option<f64> {
     }
 }
 
-/// A column as evidence names it: `TYPE.Column`, or `TYPE[instance].Column`.
-fn column_name(type_name: &str, instance: Option<u8>, column: &str) -> String {
+/// A column as evidence names it: `TYPE.Column`, or `TYPE[instance].Column` (a FMT may name fewer
+/// columns than it has fields: `TYPE.?`).
+fn column_name(type_name: &str, instance: Option<u8>, column: Option<&String>) -> String {
+    let column = column.map_or("?", String::as_str);
     match instance {
         Some(i) => format!("{type_name}[{i}].{column}"),
         None => format!("{type_name}.{column}"),
