@@ -289,7 +289,8 @@ enum InavModes {
 }
 
 /// The current meter of the tools' battery.c: integrates milliamps over the time stamps it is
-/// given, in milliamp-hours.
+/// given, in milliamp-hours. It is never reset: a session's first frames carry on from the last
+/// session's.
 #[derive(Debug, Clone, Copy, Default)]
 struct CurrentMeter {
     last_time: u64,
@@ -298,11 +299,19 @@ struct CurrentMeter {
 
 impl CurrentMeter {
     /// Add `milliamps` over the time since the last update. The tools pass the previous main
-    /// frame's time (−1 before the first one, as an unsigned 64-bit number), and an unset last
-    /// time means nothing is added.
-    fn update(&mut self, milliamps: i32, time: u64) {
+    /// frame's time (−1 before a session's first one), and an unset last time means nothing is
+    /// added. Betaflight's tools take the current as a 16-bit and the time as a 32-bit number
+    /// (both wrap); INAV's as they come.
+    fn update(&mut self, milliamps: i32, time: u64, flavour: Flavour) {
+        let (milliamps, time) = match flavour {
+            Flavour::Betaflight => (i32::from(milliamps as i16), u64::from(time as u32)),
+            Flavour::Inav => (milliamps, time),
+        };
         if self.last_time != 0 {
-            let elapsed = time.wrapping_sub(self.last_time) as f64;
+            let elapsed = match flavour {
+                Flavour::Betaflight => (time as u32).wrapping_sub(self.last_time as u32) as f64,
+                Flavour::Inav => time.wrapping_sub(self.last_time) as f64,
+            };
             self.energy_mah += f64::from(milliamps) * elapsed / 3_600_000_000.0;
         }
         self.last_time = time;
@@ -926,7 +935,7 @@ impl ReferenceCsv {
             let milliamps = layout.milliamps(v);
             self.carry
                 .meter
-                .update(milliamps, self.last_frame_time as u64);
+                .update(milliamps, self.last_frame_time as u64, layout.flavour);
         }
         if let Some(t) = time {
             self.last_frame_time = t as i64;
@@ -1440,12 +1449,22 @@ mod tests {
     fn current_meter_starts_like_battery_c() {
         let mut meter = CurrentMeter::default();
         // First frame: nothing added, the last time becomes −1 as unsigned.
-        meter.update(1000, -1i64 as u64);
+        meter.update(1000, -1i64 as u64, Flavour::Inav);
         assert_eq!(meter.energy_mah, 0.0);
         // Second frame: the previous frame's time minus (2^64 − 1), i.e. t + 1 µs.
-        meter.update(3600, 999_999);
+        meter.update(3600, 999_999, Flavour::Inav);
         assert!((meter.energy_mah - 1.0).abs() < 1e-12);
         assert_eq!(meter.rounded(), 1);
+        // Betaflight's tools: 32-bit time, so a later session's first frame adds the current
+        // over 2^32 − 1 − the last time; a 16-bit current, so 47,850 mA counts as −17,686.
+        let mut meter = CurrentMeter::default();
+        meter.update(1000, 2_000_000, Flavour::Betaflight);
+        meter.update(3600, -1i64 as u64, Flavour::Betaflight);
+        let expected = 3600.0 * f64::from(u32::MAX - 2_000_000) / 3.6e9;
+        assert!((meter.energy_mah - expected).abs() < 1e-9);
+        let before = meter.energy_mah;
+        meter.update(47_850, 999, Flavour::Betaflight);
+        assert!((meter.energy_mah - before + 17_686.0 * 1000.0 / 3.6e9).abs() < 1e-9);
     }
 
     #[test]
