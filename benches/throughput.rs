@@ -7,7 +7,6 @@
 //! to nowhere) on the largest real DataFlash log, repeated likewise. Without the real corpus, the
 //! shipped demo log and DataFlash seed stand in.
 
-use bbcheck::report::Keep;
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
@@ -170,7 +169,7 @@ fn bench(c: &mut Criterion) {
             bbcheck::dataflash::jsonl::write_jsonl(
                 "bench",
                 &data,
-                Keep::All,
+                &Default::default(),
                 std::io::sink(),
                 &reached,
             )
@@ -183,7 +182,7 @@ fn bench(c: &mut Criterion) {
             bbcheck::dataflash::csv::write_csv(
                 "bench",
                 &data,
-                Keep::All,
+                Default::default(),
                 |_| Ok(std::io::BufWriter::new(std::io::sink())),
                 &reached,
             )

@@ -328,14 +328,8 @@ fn lines(text: &[u8]) -> impl Iterator<Item = &[u8]> {
 pub fn dataflash_export(data: &[u8]) {
     let reached = std::sync::atomic::AtomicU64::new(0);
     let mut jsonl = Vec::new();
-    crate::dataflash::jsonl::write_jsonl(
-        "fuzz",
-        data,
-        crate::report::Keep::All,
-        &mut jsonl,
-        &reached,
-    )
-    .expect("writing to memory");
+    crate::dataflash::jsonl::write_jsonl("fuzz", data, &Default::default(), &mut jsonl, &reached)
+        .expect("writing to memory");
     for line in lines(&jsonl) {
         if let Err(e) = serde_json::from_slice::<serde_json::Value>(line) {
             panic!("not JSON ({e}): {}", String::from_utf8_lossy(line));
@@ -344,7 +338,7 @@ pub fn dataflash_export(data: &[u8]) {
     let (_, tables) = crate::dataflash::csv::write_csv(
         "fuzz",
         data,
-        crate::report::Keep::All,
+        Default::default(),
         |_| Ok(Vec::new()),
         &reached,
     )

@@ -41,6 +41,13 @@ pub struct Args {
     /// are exported, JSON Lines records marking them `"trust":"suspect"`.
     #[arg(long)]
     drop_suspect: bool,
+    /// DataFlash CSV: write the values as stored (`Roll` 755), not scaled as pymavlink and
+    /// mavlogdump show them (7.55).
+    #[arg(long)]
+    raw: bool,
+    /// DataFlash: export only these message types (comma-separated names, e.g. `ATT,GPS`).
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    types: Option<Vec<String>>,
 }
 
 impl Args {
@@ -84,9 +91,18 @@ fn run_dataflash(args: &Args, input: &input::Input) -> Result<u8, Error> {
 
 fn export_dataflash(args: &Args, data: &[u8], reached: &AtomicU64) -> Result<u8, Error> {
     let name = input::name(&args.file);
+    let selection = crate::dataflash::csv::Selection {
+        keep: args.keep(),
+        values: if args.raw {
+            crate::dataflash::csv::Values::Stored
+        } else {
+            crate::dataflash::csv::Values::Scaled
+        },
+        types: args.types.clone(),
+    };
     let report = if args.jsonl {
         let stdout = io::stdout();
-        crate::dataflash::jsonl::write_jsonl(&name, data, args.keep(), stdout.lock(), reached)
+        crate::dataflash::jsonl::write_jsonl(&name, data, &selection, stdout.lock(), reached)
             .map_err(|e| Error::io(Path::new("<stdout>"), e))?
     } else {
         let (dir, stem) = csv_destination(args)?;
@@ -95,7 +111,7 @@ fn export_dataflash(args: &Args, data: &[u8], reached: &AtomicU64) -> Result<u8,
         let result = crate::dataflash::csv::write_csv(
             &name,
             data,
-            args.keep(),
+            selection,
             |table| {
                 // Type names are printable ASCII; keep only what is safe in a file name.
                 let table: String = table
@@ -143,6 +159,12 @@ pub fn run(args: &Args) -> Result<u8, Error> {
             path: args.file.clone(),
             size: data.len() as u64,
         });
+    }
+    if args.raw || args.types.is_some() {
+        return Err(Error::Usage(format!(
+            "{}: --raw and --types apply to DataFlash logs; a Blackbox export is whole",
+            args.file.display()
+        )));
     }
     let name = input::name(&args.file);
     let reached = AtomicU64::new(0);

@@ -1,13 +1,16 @@
-//! Export as CSV: one table per message type, raw stored values, and the unit of each column in
-//! its heading as FMTU names it.
+//! Export as CSV: one table per message type, values scaled as pymavlink scales them (what
+//! mavlogdump and the ArduPilot tools show), or as stored, and the unit of each column in its
+//! heading as FMTU names it.
 //!
-//! A heading is the column name, then in brackets what one raw step is worth when FMTU gives the
-//! column a unit: `TimeUS [1e-06 s]`, `Roll [0.01 deg]`, `Alt [m]` (multiplier 1 or none), or the
-//! bare name. Values are written as stored (no scaling), like the JSON Lines export: integers,
-//! floats in their shortest exact form (`NaN`, `inf`), text cut at the first NUL (quoted when it
-//! holds a comma, quote or line break), and `a` arrays as `[v,v,…]`.
+//! Scaled, the format characters `c`, `C`, `e` and `E` are hundredths and `L` is 1e-7 degrees:
+//! the stored integer is divided by 100 or by 1/1e-7 as pymavlink divides it (`Roll` 755 is
+//! 7.55). A heading is the column name, then in brackets what one written step is worth when FMTU
+//! gives the column a unit: `TimeUS [1e-6 s]`, `Roll [deg]`, `Alt [m]` (multiplier 1 or none), or
+//! the bare name; stored values keep FMTU's multiplier (`Roll [0.01 deg]`). Integers, floats in
+//! their shortest exact form (`NaN`, `inf`), text cut at the first NUL (quoted when it holds a
+//! comma, quote or line break), and `a` arrays as `[v,v,…]`.
 
-use super::fmt::{Format, Formats};
+use super::fmt::{FieldType, Format, Formats};
 use super::message::{Message, Text, Value, int16_array};
 use super::reader::{Noting, Rules, Sink, scan_with};
 use super::report::{DataflashReport, Observer, build};
@@ -27,18 +30,43 @@ fn column_names(format: &Format) -> impl Iterator<Item = String> + '_ {
     })
 }
 
+/// What pymavlink divides a stored value of `ty` by (`None`: it keeps the stored value).
+pub fn divisor(ty: FieldType) -> Option<f64> {
+    match ty {
+        FieldType::I16Centi | FieldType::U16Centi | FieldType::I32Centi | FieldType::U32Centi => {
+            Some(1.0 / 0.01)
+        }
+        FieldType::LatLon => Some(1.0 / 1.0e-7),
+        _ => None,
+    }
+}
+
+/// Which values a table holds: scaled as pymavlink scales them, or as stored.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Values {
+    #[default]
+    Scaled,
+    Stored,
+}
+
 /// The heading of each field of `format`: its column name, with its unit as the table's FMTU
-/// names it.
-pub fn headings(formats: &Formats, format: &Format) -> Vec<String> {
+/// names it and what one step of the `values` written is worth.
+pub fn headings(formats: &Formats, format: &Format, values: Values) -> Vec<String> {
     let units = formats.column_units(format);
     let multipliers = formats.column_multipliers(format);
     column_names(format)
         .enumerate()
         .map(|(i, column)| {
             let unit = units.as_ref().and_then(|u| u.get(i)).map(String::as_str);
+            let scaled_by = match values {
+                Values::Scaled => format.fields.get(i).copied().and_then(divisor),
+                Values::Stored => None,
+            };
             let multiplier = multipliers
                 .as_ref()
-                .and_then(|m| m.get(i).copied().flatten());
+                .and_then(|m| m.get(i).copied().flatten())
+                .map(|m| m * scaled_by.unwrap_or(1.0))
+                .map(|m| if (m - 1.0).abs() < 1e-9 { 1.0 } else { m });
             match (unit, multiplier) {
                 (Some(""), _) => column,
                 (Some(unit), Some(m)) if m != 1.0 && m != 0.0 => format!("{column} [{m:e} {unit}]")
@@ -60,9 +88,22 @@ fn write_text(out: &mut impl Write, text: &str) -> io::Result<()> {
     }
 }
 
-/// Write one value as a CSV field.
-fn write_value(out: &mut impl Write, value: Value<'_>) -> io::Result<()> {
+/// Write one value of a field of type `ty` as a CSV field, scaled when `values` asks.
+fn write_value(
+    out: &mut impl Write,
+    value: Value<'_>,
+    ty: FieldType,
+    values: Values,
+) -> io::Result<()> {
     let mut digits = itoa::Buffer::new();
+    if let (Values::Scaled, Some(divisor)) = (values, divisor(ty)) {
+        let stored = match value {
+            Value::Signed(v) => v as f64,
+            Value::Unsigned(v) => v as f64,
+            _ => return write_value(out, value, ty, Values::Stored),
+        };
+        return write!(out, "{}", stored / divisor);
+    }
     match value {
         Value::Signed(v) => out.write_all(digits.format(v).as_bytes()),
         Value::Unsigned(v) => out.write_all(digits.format(v).as_bytes()),
@@ -107,8 +148,28 @@ struct CsvSink<'f, W, F> {
     current: Vec<Option<usize>>,
     tables: Vec<Table<W>>,
     observer: Observer,
-    keep: Keep,
+    selection: Selection,
     error: Option<io::Error>,
+}
+
+/// Which messages a CSV export writes, and how.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Selection {
+    pub keep: Keep,
+    pub values: Values,
+    /// The message types written (all when `None`).
+    pub types: Option<Vec<String>>,
+}
+
+impl Selection {
+    /// Whether `message` is written.
+    pub fn takes(&self, message: &Message<'_>) -> bool {
+        self.keep.keeps(message.trust)
+            && self
+                .types
+                .as_ref()
+                .is_none_or(|t| t.contains(&message.format.name))
+    }
 }
 
 impl<W: Write, F: FnMut(&str) -> io::Result<W>> CsvSink<'_, W, F> {
@@ -141,7 +202,7 @@ impl<W: Write, F: FnMut(&str) -> io::Result<W>> CsvSink<'_, W, F> {
                     .find(|f| f.name == format.name && f.format == format.format)
                     .map_or_else(
                         || column_names(format).collect(),
-                        |f| headings(self.formats, f),
+                        |f| headings(self.formats, f, self.selection.values),
                     );
                 for (i, heading) in units.iter().enumerate() {
                     if i > 0 {
@@ -161,11 +222,13 @@ impl<W: Write, F: FnMut(&str) -> io::Result<W>> CsvSink<'_, W, F> {
     fn row(&mut self, message: &Message<'_>) -> io::Result<()> {
         let index = self.table(message.format)?;
         let out = &mut self.tables[index].out;
-        for (i, value) in message.fields().enumerate() {
+        let values = self.selection.values;
+        let types = message.format.fields.iter().copied();
+        for (i, (value, ty)) in message.fields().zip(types).enumerate() {
             if i > 0 {
                 out.write_all(b",")?;
             }
-            write_value(out, value)?;
+            write_value(out, value, ty, values)?;
         }
         out.write_all(b"\n")
     }
@@ -175,7 +238,7 @@ impl<W: Write, F: FnMut(&str) -> io::Result<W>> Sink for CsvSink<'_, W, F> {
     fn message(&mut self, message: &Message<'_>) {
         self.observer.message(message);
         if self.error.is_none()
-            && self.keep.keeps(message.trust)
+            && self.selection.takes(message)
             && let Err(e) = self.row(message)
         {
             self.error = Some(e);
@@ -189,12 +252,12 @@ impl<W: Write, F: FnMut(&str) -> io::Result<W>> Sink for CsvSink<'_, W, F> {
 
 /// Decode `data` by the thorough rules and write one CSV table per message type, each to a writer
 /// `create` opens for the type's name (`NAME`, or `NAME.2`… for a type redefined with another
-/// layout), with the messages `keep` asks for. Returns the `check` report and the writers, in the
-/// order they were opened.
+/// layout), with the messages and values `selection` asks for. Returns the `check` report and the
+/// writers, in the order they were opened.
 pub fn write_csv<W: Write>(
     path: &str,
     data: &[u8],
-    keep: Keep,
+    selection: Selection,
     create: impl FnMut(&str) -> io::Result<W>,
     reached: &AtomicU64,
 ) -> io::Result<(DataflashReport, Vec<W>)> {
@@ -206,7 +269,7 @@ pub fn write_csv<W: Write>(
         current: vec![None; 256],
         tables: Vec::new(),
         observer: Observer::default(),
-        keep,
+        selection,
         error: None,
     };
     let scan = scan_with(
@@ -232,14 +295,18 @@ mod tests {
     use super::*;
     use crate::dataflash::synth::{fmt, message, text};
 
-    /// Tables by name, as text.
-    fn export(data: &[u8]) -> Vec<(String, String)> {
+    /// Tables by name, as text, with `values`.
+    fn export_values(data: &[u8], values: Values) -> Vec<(String, String)> {
         let mut names = Vec::new();
         let reached = AtomicU64::new(0);
+        let selection = Selection {
+            values,
+            ..Selection::default()
+        };
         let (_, writers) = write_csv(
             "t",
             data,
-            Keep::All,
+            selection,
             |name| {
                 names.push(name.to_owned());
                 Ok(Vec::new())
@@ -252,6 +319,11 @@ mod tests {
             .zip(writers)
             .map(|(n, w)| (n, String::from_utf8(w).unwrap()))
             .collect()
+    }
+
+    /// Tables by name, as text, scaled.
+    fn export(data: &[u8]) -> Vec<(String, String)> {
+        export_values(data, Values::Scaled)
     }
 
     #[test]
@@ -289,12 +361,16 @@ mod tests {
             body.extend(roll.to_le_bytes());
             log.extend(message(0x40, &body));
         }
-        let tables = export(&log);
+        let tables = export_values(&log, Values::Stored);
         let att = &tables.iter().find(|(n, _)| n == "ATT").unwrap().1;
         assert_eq!(
             att,
             "TimeUS [1e-6 s],Roll [0.01 deg]\n1000,-150\n2000,275\n"
         );
+        // Scaled as pymavlink scales `c`: what the heading's unit says.
+        let scaled = export(&log);
+        let att = &scaled.iter().find(|(n, _)| n == "ATT").unwrap().1;
+        assert_eq!(att, "TimeUS [1e-6 s],Roll [deg]\n1000,-1.5\n2000,2.75\n");
         let unit = &tables.iter().find(|(n, _)| n == "UNIT").unwrap().1;
         assert_eq!(unit, "TimeUS,Id,Label\n0,115,s\n0,100,deg\n");
     }

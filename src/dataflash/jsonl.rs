@@ -6,11 +6,12 @@
 //! (NaN and infinities are `null`), character arrays are strings cut at the first NUL, `a` is an
 //! array of 32 integers.
 
+use super::csv::Selection;
 use super::fmt::{Format, Formats};
 use super::message::{Message, Text, Value, int16_array};
 use super::reader::{self, Noting, Rules, Sink};
 use super::report::{DataflashReport, FORMAT_NAME, Observer, build};
-use crate::report::{Keep, Trust};
+use crate::report::Trust;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::io::{self, BufWriter, Write};
@@ -111,7 +112,7 @@ struct JsonlSink<'f, W: Write> {
     /// The session being written, from 1.
     session: usize,
     observer: Observer,
-    keep: Keep,
+    selection: &'f Selection,
     error: Option<io::Error>,
 }
 
@@ -163,7 +164,7 @@ impl<W: Write> Sink for JsonlSink<'_, W> {
     fn message(&mut self, message: &Message<'_>) {
         self.observer.message(message);
         if self.error.is_none()
-            && self.keep.keeps(message.trust)
+            && self.selection.takes(message)
             && let Err(e) = self.record(message)
         {
             self.error = Some(e);
@@ -182,12 +183,13 @@ impl<W: Write> Sink for JsonlSink<'_, W> {
 }
 
 /// Decode `data` by the thorough rules and write it as JSON Lines to `out`: per session a session
-/// record with the formats defined by the session's end, then the messages `keep` asks for (a
-/// suspect one ends with `"trust":"suspect"`). Returns the `check` report of the file.
+/// record with the formats defined by the session's end, then the messages `selection` takes, with
+/// their stored values (a suspect one ends with `"trust":"suspect"`). Returns the `check` report
+/// of the file.
 pub fn write_jsonl(
     path: &str,
     data: &[u8],
-    keep: Keep,
+    selection: &Selection,
     out: impl Write,
     reached: &AtomicU64,
 ) -> io::Result<DataflashReport> {
@@ -198,7 +200,7 @@ pub fn write_jsonl(
         session_formats: &first.session_formats,
         session: 1,
         observer: Observer::default(),
-        keep,
+        selection,
         error: None,
     };
     sink.session_record(0)?;

@@ -584,7 +584,7 @@ fn damaged_logs_never_panic_and_keep_every_message_before_the_damage() {
             let exported = bbcheck::dataflash::jsonl::write_jsonl(
                 "damaged",
                 &data,
-                bbcheck::report::Keep::All,
+                &Default::default(),
                 &mut out,
                 &Default::default(),
             )
@@ -770,6 +770,7 @@ fn csv_export_writes_one_table_per_type_with_units_in_the_headings() {
     let out = bbcheck(&[
         "export",
         "--csv",
+        "--raw",
         "-o",
         dir.to_str().unwrap(),
         input.to_str().unwrap(),
@@ -810,7 +811,7 @@ fn csv_export_writes_one_table_per_type_with_units_in_the_headings() {
         heading.starts_with("TimeUS [1e-6 s],DesRoll [0.01 deg],Roll [0.01 deg]"),
         "{heading}"
     );
-    // Raw stored values: the first attitude row as the JSON Lines export has it.
+    // Stored values (`--raw`): the first attitude row as the JSON Lines export has it.
     let jsonl = bbcheck(&["export", "--jsonl", input.to_str().unwrap()]);
     let first_att = String::from_utf8(jsonl.stdout)
         .unwrap()
@@ -825,6 +826,47 @@ fn csv_export_writes_one_table_per_type_with_units_in_the_headings() {
         .map(Value::to_string)
         .collect();
     assert_eq!(att.lines().nth(1).unwrap(), row.join(","));
+    // By default, scaled as pymavlink scales them: centidegrees in degrees, and the heading says so.
+    let scaled = dir.join("scaled");
+    let args = [
+        "export",
+        "--csv",
+        "--types",
+        "ATT",
+        "-o",
+        scaled.to_str().unwrap(),
+    ];
+    assert_eq!(
+        bbcheck(&[&args[..], &[input.to_str().unwrap()]].concat())
+            .status
+            .code(),
+        Some(0)
+    );
+    assert_eq!(
+        common::file_names(&scaled),
+        ["ardupilot-copter-3.6.4-log-diagnosis-sample.ATT.csv"]
+    );
+    let att =
+        std::fs::read_to_string(scaled.join("ardupilot-copter-3.6.4-log-diagnosis-sample.ATT.csv"))
+            .unwrap();
+    assert!(
+        att.starts_with("TimeUS [1e-6 s],DesRoll [deg],Roll [deg]"),
+        "{att:.80}"
+    );
+    let values = &first_att["values"];
+    let expected = format!(
+        "{},{},{}",
+        values[0],
+        values[1].as_f64().unwrap() / 100.0,
+        values[2].as_f64().unwrap() / 100.0
+    );
+    assert!(
+        att.lines()
+            .nth(1)
+            .unwrap()
+            .starts_with(&format!("{expected},")),
+        "{expected}"
+    );
     // A directory that does not exist is created.
     let missing = dir.join("new/tables");
     let out = bbcheck(&[
@@ -967,7 +1009,7 @@ fn salvage_borrows_the_units_of_the_formats_it_borrows() {
     }
     assert!(compared > 20, "{compared} types compared");
     assert!(
-        salvaged["ATT"].contains(",Roll [0.01 deg],"),
+        salvaged["ATT"].contains(",Roll [deg],"),
         "{}",
         salvaged["ATT"]
     );

@@ -1,6 +1,8 @@
-//! pymavlink, the reference Python reader, as an independent oracle for DataFlash salvage: it reads
-//! every salvaged output of every real log and of damaged copies of them (one seed per damage
-//! model) without skipping a byte, and counts the same messages per type as `bbcheck check`.
+//! pymavlink, the reference Python reader, as an independent oracle for DataFlash salvage and
+//! export: it reads every salvaged output of every real log and of damaged copies of them (one
+//! seed per damage model) without skipping a byte, and counts the same messages per type as
+//! `bbcheck check`; and the values `export --csv` writes are the ones it gives (scaled by the
+//! format character), as mavlogdump's CSV writes them.
 //!
 //! The reader runs from `BBCHECK_PYTHON`, or `.venv/bin/python` in the project (which `.ci/run`
 //! sets up: `python3 -m venv .venv && .venv/bin/pip install pymavlink==2.4.50`). Without it the
@@ -113,4 +115,97 @@ fn pymavlink_reads_every_salvaged_log_whole() {
             .sum::<u64>()
     );
     assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// Whether two CSV cells hold the same value: the same text, or numbers equal (both NaN, or
+/// equal as single-precision floats: pymavlink prints a float column's value widened to double,
+/// bbcheck its shortest single-precision form).
+fn same_cell(ours: &str, theirs: &str) -> bool {
+    if ours == theirs {
+        return true;
+    }
+    match (ours.parse::<f64>(), theirs.parse::<f64>()) {
+        (Ok(a), Ok(b)) => a == b || a.is_nan() && b.is_nan() || a as f32 == b as f32,
+        _ => false,
+    }
+}
+
+#[test]
+fn csv_values_are_the_ones_pymavlink_gives() {
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
+    let Some(python) = python() else {
+        return;
+    };
+    let dir = common::TempDir::new("oracle-csv");
+    let (mut cells, mut numbers) = (0u64, 0u64);
+    let mut paths: Vec<_> = std::fs::read_dir(corpus.join("real/ardupilot"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    paths.sort();
+    for path in &paths {
+        let out = dir.join(path.file_stem().unwrap());
+        let exported = common::bbcheck(&[
+            "export",
+            "--csv",
+            path.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert!(exported.status.code().unwrap() <= 1, "{}", path.display());
+        let output = Command::new(&python)
+            .arg(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/oracle/pymavlink_csv.py"
+            ))
+            .arg(path)
+            .output()
+            .expect("python runs");
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        // pymavlink's rows by type, in file order.
+        let mut theirs: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+        for line in String::from_utf8_lossy(&output.stdout).lines() {
+            let (name, values) = line.split_once('\t').unwrap();
+            theirs
+                .entry(name.to_owned())
+                .or_default()
+                .push(values.to_owned());
+        }
+        let stem = path.file_stem().unwrap().to_string_lossy();
+        for (name, rows) in &theirs {
+            let table = out.join(format!("{stem}.{name}.csv"));
+            // Text and arrays hold commas of their own: only tables of plain values are compared
+            // cell by cell.
+            let Ok(text) = std::fs::read_to_string(&table) else {
+                panic!("{}: no table for {name}", path.display());
+            };
+            if text.contains('"') || out.join(format!("{stem}.{name}.2.csv")).exists() {
+                continue;
+            }
+            let ours: Vec<&str> = text.lines().skip(1).collect();
+            assert_eq!(ours.len(), rows.len(), "{}: {name} rows", path.display());
+            for (mine, row) in ours.iter().zip(rows) {
+                for (a, b) in mine.split(',').zip(row.split(',')) {
+                    cells += 1;
+                    numbers += u64::from(a.parse::<f64>().is_ok());
+                    assert!(
+                        same_cell(a, b),
+                        "{}: {name}: {a} vs pymavlink's {b} in\n{mine}\n{row}",
+                        path.display()
+                    );
+                }
+            }
+        }
+    }
+    println!(
+        "csv against pymavlink: {cells} cells alike ({numbers} numbers) in {} logs",
+        paths.len()
+    );
+    assert!(numbers > 100_000, "the tables were compared");
 }
