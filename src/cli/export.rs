@@ -2,7 +2,7 @@
 //! session in the layout of the reference C decoder.
 
 use super::output::{AtomicFile, ClosedFile, WRITE_BUFFER};
-use super::{Detected, EXIT_CLEAN, EXIT_DAMAGED, Error, LogFormat, detect, input};
+use super::{Detected, Error, LogFormat, detect, exit_once_written, input};
 use crate::blackbox::csv::{self, ReferenceCsv};
 use crate::blackbox::decoder::{EventFrame, Frame, Sink};
 use crate::blackbox::frame::FrameKind;
@@ -41,6 +41,10 @@ pub struct Args {
     /// are exported, JSON Lines records marking them `"trust":"suspect"`.
     #[arg(long)]
     drop_suspect: bool,
+    /// Exit 1 when the input is damaged (the output is written all the same); without it the
+    /// command exits 0 once its output is written.
+    #[arg(long)]
+    fail_on_damage: bool,
     /// DataFlash CSV: write the values as stored (`Roll` 755), not scaled as pymavlink and
     /// mavlogdump show them (7.55).
     #[arg(long)]
@@ -142,11 +146,7 @@ fn export_dataflash(args: &Args, data: &[u8], reached: &AtomicU64) -> Result<u8,
         }
         report
     };
-    Ok(if report.is_clean() {
-        EXIT_CLEAN
-    } else {
-        EXIT_DAMAGED
-    })
+    Ok(exit_once_written(!report.is_clean(), args.fail_on_damage))
 }
 
 pub fn run(args: &Args) -> Result<u8, Error> {
@@ -200,11 +200,7 @@ pub fn run(args: &Args) -> Result<u8, Error> {
         }
         report
     };
-    Ok(if report.is_clean() {
-        EXIT_CLEAN
-    } else {
-        EXIT_DAMAGED
-    })
+    Ok(exit_once_written(!report.is_clean(), args.fail_on_damage))
 }
 
 /// Decode `data` and write it as JSON Lines to `out`: per session a session record, then the

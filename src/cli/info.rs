@@ -1,7 +1,7 @@
 //! `bbcheck info`: what a log says about the craft and its flights: firmware, board, craft name,
 //! PID and rate settings, duration, and (on request) every header line or parameter.
 
-use super::{Detected, EXIT_CLEAN, EXIT_DAMAGED, Error, LogFormat, input};
+use super::{Detected, Error, LogFormat, exit_once_written, input};
 use crate::blackbox::header::{Firmware, Header};
 use crate::blackbox::{self, decoder::Discard};
 use crate::dataflash::fmt::Role;
@@ -27,6 +27,9 @@ pub struct Args {
     /// Read the file as this format instead of deciding from its content.
     #[arg(long, value_enum, default_value_t)]
     format: LogFormat,
+    /// Exit 1 when the log is damaged; without it `info` exits 0 once it has described it.
+    #[arg(long)]
+    fail_on_damage: bool,
 }
 
 /// Blackbox header lines that hold PID gains, in the order shown.
@@ -495,9 +498,8 @@ pub fn run(args: &Args) -> Result<u8, Error> {
         .and_then(|()| out.flush())
         .map_err(|e| Error::io(Path::new("<stdout>"), e))?;
     // Values in doubt are not damage: a suspect log exits as a clean one.
-    Ok(if info.verdict == "damaged" {
-        EXIT_DAMAGED
-    } else {
-        EXIT_CLEAN
-    })
+    Ok(exit_once_written(
+        info.verdict == "damaged",
+        args.fail_on_damage,
+    ))
 }

@@ -1,7 +1,9 @@
 //! The `bbcheck` command line: argument parsing, one module per subcommand, exit codes.
 //!
-//! Exit codes: 0 when every file is clean, 1 when damage was found, 2 when a file could not be read
-//! or the arguments are wrong.
+//! Exit codes: `check` exits 0 when every file is clean, 1 when damage was found; the commands that
+//! produce output (`export`, `salvage`, `info`) exit 0 once it is written, damaged input or not,
+//! unless `--fail-on-damage` asks for 1 on damage. 2 when a file could not be read or the arguments
+//! are wrong.
 
 pub mod check;
 pub mod checked;
@@ -28,12 +30,23 @@ pub const EXIT_DAMAGED: u8 = 1;
 /// Exit code: a file could not be read, or the arguments are wrong.
 pub const EXIT_ERROR: u8 = 2;
 
+/// The exit code of a command that produces output, once the output is written: 0, or 1 for a
+/// damaged input when `fail_on_damage` asks for it.
+fn exit_once_written(damaged: bool, fail_on_damage: bool) -> u8 {
+    if damaged && fail_on_damage {
+        EXIT_DAMAGED
+    } else {
+        EXIT_CLEAN
+    }
+}
+
 /// What the exit codes mean, for `--help` and the manual page.
 macro_rules! exit_status_text {
     () => {
-        "0 when every file is clean or only suspect, 1 when damage was found, 2 when a file could \
-         not be read or the arguments are wrong, 130 when interrupted (outputs being written are \
-         removed first)."
+        "check: 0 when every file is clean or only suspect, 1 when damage was found. export, \
+         salvage, info: 0 once their output is written, damaged input or not (1 on damage with \
+         --fail-on-damage). 2 when a file could not be read or the arguments are wrong, 130 when \
+         interrupted (outputs being written are removed first)."
     };
 }
 

@@ -1,7 +1,7 @@
 //! `bbcheck salvage`: write the trusted frames of a damaged log as a clean log.
 
 use super::output::{AtomicFile, ClosedFile};
-use super::{Detected, EXIT_CLEAN, EXIT_DAMAGED, Error, LogFormat, detect, input, terminal};
+use super::{Detected, Error, LogFormat, detect, exit_once_written, input, terminal};
 use crate::blackbox::{self, decoder::Discard, salvage::SalvagedSession};
 use crate::dataflash;
 use crate::report::{CorruptSpan, Keep};
@@ -43,6 +43,10 @@ pub struct Args {
     /// damaged.
     #[arg(long)]
     drop_suspect: bool,
+    /// Exit 1 when the input is damaged (the output is written all the same); without it the
+    /// command exits 0 once its output is written.
+    #[arg(long)]
+    fail_on_damage: bool,
 }
 
 /// The JSON summary of a salvaged DataFlash log.
@@ -345,11 +349,7 @@ fn run_dataflash(
         };
         push_json(out, &summary)?;
     }
-    Ok(if report.is_clean() {
-        EXIT_CLEAN
-    } else {
-        EXIT_DAMAGED
-    })
+    Ok(exit_once_written(!report.is_clean(), args.fail_on_damage))
 }
 
 /// Salvage `data`: the input, or its copy with a donor's header in front of its sessions'
@@ -484,9 +484,5 @@ fn run_blackbox(
         };
         push_json(out, &summary)?;
     }
-    Ok(if report.is_clean() {
-        EXIT_CLEAN
-    } else {
-        EXIT_DAMAGED
-    })
+    Ok(exit_once_written(!report.is_clean(), args.fail_on_damage))
 }
