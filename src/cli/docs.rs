@@ -22,6 +22,33 @@ pub struct ManArgs {
     output_dir: Option<PathBuf>,
 }
 
+#[derive(Debug, clap::Args)]
+pub struct HelpArgs {
+    /// The command to describe (all of bbcheck when none).
+    command: Option<String>,
+}
+
+/// Print the help of bbcheck, or of `args.command`.
+pub fn help(args: &HelpArgs) -> Result<u8, Error> {
+    let mut cli = Cli::command();
+    cli.build();
+    let text = match &args.command {
+        None => cli.render_long_help(),
+        Some(name) => match cli.find_subcommand_mut(name) {
+            Some(command) => command.render_long_help(),
+            None => {
+                return Err(Error::Usage(format!(
+                    "no command named {name}: see bbcheck help"
+                )));
+            }
+        },
+    };
+    io::stdout()
+        .write_all(text.to_string().as_bytes())
+        .map_err(|e| Error::io(Path::new("<stdout>"), e))?;
+    Ok(EXIT_CLEAN)
+}
+
 /// Print the completion script for a shell.
 pub fn completions(args: &CompletionsArgs) -> Result<u8, Error> {
     let mut script = Vec::new();

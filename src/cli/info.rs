@@ -1,7 +1,7 @@
 //! `bbcheck info`: what a log says about the craft and its flights: firmware, board, craft name,
 //! PID and rate settings, duration, and (on request) every header line or parameter.
 
-use super::{Detected, Error, LogFormat, exit_once_written, input};
+use super::{Detected, Error, LogFormat, exit_once_written, input, terminal};
 use crate::blackbox::header::{Firmware, Header};
 use crate::blackbox::{self, decoder::Discard};
 use crate::dataflash::fmt::Role;
@@ -490,6 +490,16 @@ pub fn run(args: &Args) -> Result<u8, Error> {
         serde_json::to_writer(&mut out, &info)
             .map_err(io::Error::from)
             .and_then(|()| writeln!(out))
+    } else if terminal::quiet() {
+        // Only what is wrong: a line for a damaged log.
+        match info.verdict {
+            "damaged" => writeln!(
+                out,
+                "{}: damaged (bbcheck check {} lists where)",
+                info.path, info.path
+            ),
+            _ => Ok(()),
+        }
     } else {
         out.write_all(data.restored_note().as_bytes())
             .and_then(|()| write_human(&mut out, &info, args.all))

@@ -64,6 +64,7 @@ use {environment_text, exit_status_text};
     name = "bbcheck",
     version,
     about,
+    disable_help_subcommand = true,
     after_help = concat!("Exit status: ", exit_status_text!(), "\n", environment_text!())
 )]
 pub struct Cli {
@@ -90,6 +91,8 @@ enum Command {
     Completions(docs::CompletionsArgs),
     /// Print the manual page, or write every page into a directory.
     Man(docs::ManArgs),
+    /// Print the help of bbcheck or of one of its commands.
+    Help(docs::HelpArgs),
 }
 
 /// A failure that stops work on a file.
@@ -208,6 +211,7 @@ pub fn main() -> u8 {
         Command::Damage(args) => damage::run(&args),
         Command::Completions(args) => docs::completions(&args),
         Command::Man(args) => docs::man(&args),
+        Command::Help(args) => docs::help(&args),
     };
     match result {
         Ok(code) => code,

@@ -756,3 +756,29 @@ fn a_file_too_large_to_read_whole_reports_as_if_read() {
     assert_eq!(mapped, serde_json::to_value(&read).unwrap());
     assert!(!read.corrupt_spans.is_empty());
 }
+
+#[test]
+fn help_is_there_however_it_is_asked_for() {
+    let top = bbcheck(&["--help"]);
+    assert_eq!(top.status.code(), Some(0));
+    let top = String::from_utf8(top.stdout).unwrap();
+    assert!(top.contains("Exit status:") && top.contains("130"), "{top}");
+    for asked in [
+        &["help"][..],
+        &["help", "--help"],
+        &["help", "check"],
+        &["check", "--help"],
+    ] {
+        let out = bbcheck(asked);
+        assert_eq!(out.status.code(), Some(0), "{asked:?}");
+        assert!(
+            String::from_utf8(out.stdout)
+                .unwrap()
+                .contains("Usage: bbcheck"),
+            "{asked:?}"
+        );
+    }
+    let check = String::from_utf8(bbcheck(&["help", "check"]).stdout).unwrap();
+    assert!(check.contains("Usage: bbcheck check"), "{check}");
+    assert_eq!(bbcheck(&["help", "nope"]).status.code(), Some(2));
+}

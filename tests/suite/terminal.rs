@@ -129,6 +129,14 @@ fn quiet_leaves_only_what_is_wrong() {
     assert_eq!(out.status.code(), Some(0));
     assert!(out.stdout.is_empty() && out.stderr.is_empty());
     assert!(output.is_file());
+    // info says nothing of a clean log, one line of a damaged one.
+    let info = |path: &std::path::Path| {
+        let out = bbcheck(&["info", "-q", path.to_str().unwrap()]);
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert_eq!(info(&demo), "");
+    assert_eq!(info(&damaged).lines().count(), 1);
+    assert!(info(&damaged).starts_with(&format!("{}: damaged", damaged.display())));
     // Without --quiet salvage says what it wrote.
     let out = bbcheck(&[
         "salvage",
