@@ -39,22 +39,27 @@ fn python() -> Option<PathBuf> {
     None
 }
 
-#[test]
-fn pymavlink_reads_every_salvaged_log_whole() {
-    let Some(corpus) = common::corpus() else {
-        return;
-    };
-    let Some(python) = python() else {
-        return;
-    };
-    let dir = common::TempDir::new("oracle");
-    // Salvage every real log and one damaged copy per model; remember what check counts.
-    let mut expected = Vec::new();
+/// The real DataFlash logs of the corpus, in name order, and a Python with pymavlink; `None`
+/// (the test is skipped) without either.
+fn real_logs_and_python() -> Option<(Vec<PathBuf>, PathBuf)> {
+    let corpus = common::corpus()?;
+    let python = python()?;
     let mut paths: Vec<_> = std::fs::read_dir(corpus.join("real/ardupilot"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
     paths.sort();
+    Some((paths, python))
+}
+
+#[test]
+fn pymavlink_reads_every_salvaged_log_whole() {
+    let Some((paths, python)) = real_logs_and_python() else {
+        return;
+    };
+    let dir = common::TempDir::new("oracle");
+    // Salvage every real log and one damaged copy per model; remember what check counts.
+    let mut expected = Vec::new();
     for (i, path) in paths.iter().enumerate() {
         let data = std::fs::read(path).unwrap();
         let mut inputs = vec![("real".to_owned(), data.clone())];
@@ -132,19 +137,11 @@ fn same_cell(ours: &str, theirs: &str) -> bool {
 
 #[test]
 fn csv_values_are_the_ones_pymavlink_gives() {
-    let Some(corpus) = common::corpus() else {
-        return;
-    };
-    let Some(python) = python() else {
+    let Some((paths, python)) = real_logs_and_python() else {
         return;
     };
     let dir = common::TempDir::new("oracle-csv");
     let (mut cells, mut numbers) = (0u64, 0u64);
-    let mut paths: Vec<_> = std::fs::read_dir(corpus.join("real/ardupilot"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    paths.sort();
     for path in &paths {
         let out = dir.join(path.file_stem().unwrap());
         let exported = common::bbcheck(&[
