@@ -63,6 +63,30 @@ pub fn is_blackbox(file: &[u8]) -> bool {
     memchr::memmem::find(file, LOG_START_MARKER).is_some()
 }
 
+/// Bytes a file must hold to be judged headless frame data.
+const HEADLESS_MIN_LEN: usize = 4096;
+
+/// Whether `file`, which holds no log start marker, looks like Blackbox frame data whose header
+/// was lost (the start of a log cut off): it holds the log-end event, or it is binary data in
+/// which the P frame marker is several times as frequent as in random bytes (one byte in 256):
+/// every P frame starts with one, and they are 15 to 150 bytes long.
+pub fn is_headless_frame_data(file: &[u8]) -> bool {
+    const LOG_END: &[u8] = b"\xffEnd of log\0";
+    if file.len() < HEADLESS_MIN_LEN || is_blackbox(file) {
+        return false;
+    }
+    if memchr::memmem::find(file, LOG_END).is_some_and(|at| at > 0 && file[at - 1] == b'E') {
+        return true;
+    }
+    let sample = &file[..file.len().min(1 << 20)];
+    let text = sample
+        .iter()
+        .filter(|&&b| b.is_ascii_graphic() || b.is_ascii_whitespace())
+        .count();
+    let markers = memchr::memchr_iter(b'P', sample).count();
+    text * 2 < sample.len() && markers * 50 >= sample.len()
+}
+
 /// One session, ready to decode.
 #[derive(Debug, Clone)]
 pub struct Session {

@@ -66,10 +66,9 @@ pub fn check_data(
                 &name, data, &mut sink,
             ))))
         }
-        Detected::Blackbox if !blackbox::is_blackbox(data) => Err(Error::NotALog {
-            path: path.to_owned(),
-            size: data.len() as u64,
-        }),
+        Detected::Blackbox if !blackbox::is_blackbox(data) => {
+            Err(Error::not_a_blackbox_log(path, data))
+        }
         Detected::Blackbox => Ok(Checked::Blackbox(blackbox::decode_in_parallel(
             &name,
             data,
@@ -275,6 +274,7 @@ pub fn run(args: &Args) -> Result<u8, Error> {
         rows: Vec::new(),
         skipped: 0,
         failed: 0,
+        headless: 0,
     };
     let printed = std::thread::scope(|scope| {
         for (reached, decoded) in reached.iter().zip(&decoded) {
@@ -357,6 +357,8 @@ struct Printer<W: Write> {
     rows: Vec<Row>,
     skipped: usize,
     failed: usize,
+    /// Files of frame data whose header is lost.
+    headless: usize,
 }
 
 impl<W: Write> Printer<W> {
@@ -376,6 +378,13 @@ impl<W: Write> Printer<W> {
                 Ok(())
             }
             Outcome::Failed(Error::BrokenPipe) => Err(Error::BrokenPipe),
+            // Frame data whose header is lost is a damaged log, said on standard error.
+            Outcome::Failed(e @ Error::Headless { .. }) => {
+                super::report_error(&e);
+                self.headless += 1;
+                self.code = self.code.max(EXIT_DAMAGED);
+                Ok(())
+            }
             Outcome::Failed(e) => {
                 super::report_error(&e);
                 self.failed += 1;
@@ -410,14 +419,18 @@ impl<W: Write> Printer<W> {
                 r.path, r.format, r.size, r.sessions, r.spans
             )?;
         }
-        writeln!(
+        write!(
             out,
             "{} checked: {}; {} skipped (not a log); {} unreadable",
             self.rows.len(),
             verdict_tally(self.rows.iter().map(|r| r.verdict)),
             self.skipped,
             self.failed
-        )
+        )?;
+        match self.headless {
+            0 => writeln!(out),
+            n => writeln!(out, "; {n} without their header (salvage --header-from)"),
+        }
     }
 }
 

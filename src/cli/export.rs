@@ -155,10 +155,7 @@ pub fn run(args: &Args) -> Result<u8, Error> {
         return run_dataflash(args, &data);
     }
     if !blackbox::is_blackbox(&data) {
-        return Err(Error::NotALog {
-            path: args.file.clone(),
-            size: data.len() as u64,
-        });
+        return Err(Error::not_a_blackbox_log(&args.file, &data));
     }
     if args.raw || args.types.is_some() {
         return Err(Error::Usage(format!(

@@ -413,10 +413,7 @@ pub fn check(
             (Checked::Dataflash(Box::new(report)), timeline)
         }
         Detected::Blackbox if !blackbox::is_blackbox(data) => {
-            return Err(Error::NotALog {
-                path: path.to_owned(),
-                size: data.len() as u64,
-            });
+            return Err(Error::not_a_blackbox_log(path, data));
         }
         Detected::Blackbox => {
             let reached = input::Reached {

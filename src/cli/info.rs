@@ -339,10 +339,7 @@ fn describe(path: &Path, data: &[u8], format: LogFormat) -> Result<FileInfo, Err
         return Ok(FileInfo::new(&report.file, sessions));
     }
     if !blackbox::is_blackbox(data) {
-        return Err(Error::NotALog {
-            path: path.to_owned(),
-            size: data.len() as u64,
-        });
+        return Err(Error::not_a_blackbox_log(path, data));
     }
     let mut headers = Vec::new();
     let report = blackbox::decode(

@@ -104,6 +104,9 @@ pub enum Error {
     NotALog { path: PathBuf, size: u64 },
     /// Format detection found neither a Blackbox nor a DataFlash log.
     UnknownFormat { path: PathBuf, size: u64 },
+    /// Blackbox frame data without its header: the start of the log is lost (a damaged log, not
+    /// an error: exit code 1).
+    Headless { path: PathBuf, size: u64 },
     /// The arguments ask for something that cannot be done.
     Usage(String),
     /// Standard output was closed by the reader (not an error for the user).
@@ -119,6 +122,15 @@ impl fmt::Display for Error {
                 "{}: offset 0: not a Blackbox log (no log start marker in {size} bytes)",
                 input::name(path)
             ),
+            Error::Headless { path, size } => write!(
+                f,
+                "{}: offset 0: Blackbox frame data without its header ({size} bytes, no log \
+                 start marker): the start of the log is lost. `bbcheck salvage {} -o OUT \
+                 --header-from DONOR` reads it with the header of another log of the same flight \
+                 controller and settings",
+                input::name(path),
+                input::name(path)
+            ),
             Error::UnknownFormat { path, size } => write!(
                 f,
                 "{}: offset 0: not a Blackbox log (no log start marker) nor a DataFlash log \
@@ -132,6 +144,25 @@ impl fmt::Display for Error {
 }
 
 impl Error {
+    /// The exit code of a command that stopped on this error: 1 for a log whose header is lost
+    /// (damage), 2 for the others.
+    fn exit_code(&self) -> u8 {
+        match self {
+            Error::Headless { .. } => EXIT_DAMAGED,
+            _ => EXIT_ERROR,
+        }
+    }
+
+    /// The error for a file read as Blackbox that holds no log start marker.
+    fn not_a_blackbox_log(path: &Path, data: &[u8]) -> Error {
+        let (path, size) = (path.to_owned(), data.len() as u64);
+        if crate::blackbox::is_headless_frame_data(data) {
+            Error::Headless { path, size }
+        } else {
+            Error::NotALog { path, size }
+        }
+    }
+
     fn io(path: &Path, source: io::Error) -> Error {
         if source.kind() == io::ErrorKind::BrokenPipe {
             Error::BrokenPipe
@@ -180,6 +211,10 @@ fn detect(path: &Path, data: &[u8], choice: LogFormat) -> Result<Detected, Error
         LogFormat::Auto if dataflash::starts_as_dataflash(data) => Ok(Detected::Dataflash),
         LogFormat::Auto if blackbox::is_blackbox(data) => Ok(Detected::Blackbox),
         LogFormat::Auto if dataflash::is_dataflash(data) => Ok(Detected::Dataflash),
+        LogFormat::Auto if blackbox::is_headless_frame_data(data) => Err(Error::Headless {
+            path: path.to_owned(),
+            size: data.len() as u64,
+        }),
         LogFormat::Auto => Err(Error::UnknownFormat {
             path: path.to_owned(),
             size: data.len() as u64,
@@ -218,7 +253,7 @@ pub fn main() -> u8 {
         Err(Error::BrokenPipe) => EXIT_CLEAN,
         Err(e) => {
             report_error(&e);
-            EXIT_ERROR
+            e.exit_code()
         }
     }
 }

@@ -369,10 +369,7 @@ fn run_blackbox(
     }
     let name = input::name(&args.input);
     if borrowed.is_none() && !blackbox::is_blackbox(data) {
-        return Err(Error::NotALog {
-            path: args.input.clone(),
-            size: data.len() as u64,
-        });
+        return Err(Error::not_a_blackbox_log(&args.input, data));
     }
     let to_input = |offset: u64| borrowed.map_or(offset, |b| b.input_offset(offset));
     let mut files = Files {

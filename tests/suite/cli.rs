@@ -508,14 +508,14 @@ fn a_lost_header_is_borrowed_from_a_log_of_the_same_firmware() {
         report["sessions"][0]["data_start"].as_u64().unwrap() as usize,
         report["sessions"][0]["end"].as_u64().unwrap() as usize,
     );
-    // The first flight without its header: not a log any more.
+    // The first flight without its header: frame data that cannot be read on its own.
     let headless = dir.join("headless.bbl");
     std::fs::write(&headless, &demo_bytes[data_start..end]).unwrap();
     assert_eq!(
         bbcheck(&["check", headless.to_str().unwrap()])
             .status
             .code(),
-        Some(2)
+        Some(1)
     );
     let out = dir.join("rescued.bbl");
     let result = salvage_with_header_from(&headless, &out, &demo());
@@ -781,4 +781,46 @@ fn help_is_there_however_it_is_asked_for() {
     let check = String::from_utf8(bbcheck(&["help", "check"]).stdout).unwrap();
     assert!(check.contains("Usage: bbcheck check"), "{check}");
     assert_eq!(bbcheck(&["help", "nope"]).status.code(), Some(2));
+}
+
+#[test]
+fn frame_data_whose_header_is_lost_is_a_damaged_log_with_a_way_out() {
+    let dir = TempDir::new("test-headless");
+    let log = bbcheck::synth::flight(&bbcheck::synth::FlightSpec {
+        iterations: 8000,
+        ..bbcheck::synth::FlightSpec::new(bbcheck::synth::Layout::Betaflight4)
+    });
+    let data_start = bbcheck::blackbox::sessions(&log)[0].header.data_start as usize;
+    let headless = dir.join("headless.bbl");
+    std::fs::write(&headless, &log[data_start + 100..]).unwrap();
+    let out = bbcheck(&["check", headless.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "damaged, not unreadable");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("without its header") && said.contains("--header-from"),
+        "{said}"
+    );
+    // Random bytes are no log; in a directory the headless file is counted, not skipped.
+    let mut x = 7u32;
+    let noise: Vec<u8> = (0..100_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            (x >> 24) as u8
+        })
+        .collect();
+    let random = dir.join("noise.bin");
+    std::fs::write(&random, &noise).unwrap();
+    assert_eq!(
+        bbcheck(&["check", random.to_str().unwrap()]).status.code(),
+        Some(2)
+    );
+    let all = bbcheck(&["check", dir.to_str().unwrap()]);
+    assert_eq!(all.status.code(), Some(1));
+    let summary = String::from_utf8(all.stdout).unwrap();
+    assert!(
+        summary.contains("1 skipped (not a log)") && summary.contains("1 without their header"),
+        "{summary}"
+    );
 }
