@@ -90,6 +90,31 @@ impl DamageReason {
             DamageReason::NewlineConverted => "newline-converted",
         }
     }
+
+    /// The reason in a pilot's words.
+    pub fn in_words(self) -> &'static str {
+        match self {
+            DamageReason::Garbage => "bytes that are no part of the log",
+            DamageReason::FrameRejectedNextByte => {
+                "bytes lost or changed: the next frame does not start where this one ends"
+            }
+            DamageReason::FrameTooLong => "a frame longer than any frame can be",
+            DamageReason::BadEncoding => "a value written in a way no logger writes",
+            DamageReason::ImplausibleIteration => "the loop counter jumps",
+            DamageReason::ImplausibleTime => "the clock jumps",
+            DamageReason::ImplausibleValue => "a motor, throttle or battery value out of its range",
+            DamageReason::StalePFrame => "frames predicted from frames that were lost",
+            DamageReason::NoGpsHome => "GPS positions with no home to read them from",
+            DamageReason::UnknownEvent => "an event whose length is unknown",
+            DamageReason::UndefinedFrameType => "a frame type the header does not define",
+            DamageReason::Truncated => "the data ends inside a frame",
+            DamageReason::HeaderDamaged => "the header is damaged",
+            DamageReason::NewlineConverted => {
+                "line feeds that may have been carriage returns (a text-mode copy)"
+            }
+            DamageReason::SuspectGroup => "frames right after damage that nothing confirms",
+        }
+    }
 }
 
 /// How far an accepted frame can be trusted. Frames with structural evidence against them

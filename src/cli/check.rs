@@ -211,7 +211,8 @@ fn check_one(job: &Job, args: &Args, reached: &[AtomicU64], done: &[AtomicU64]) 
         (Checked::Blackbox(report), false) => write_human(&mut text, report, hexdump, paint),
         (Checked::Dataflash(report), false) => dataflash::report::write_summary(&mut text, report)
             .and_then(|()| write_text_mode_copy(&mut text, &report.file))
-            .and_then(|()| write_spans(&mut text, &report.file, hexdump, paint)),
+            .and_then(|()| write_spans(&mut text, &report.file, hexdump, paint))
+            .and_then(|()| write_total_lost(&mut text, &report.file)),
     };
     written.expect("writing to memory cannot fail");
     let file = match &report {
@@ -506,7 +507,52 @@ fn write_human(
         write_session(out, session, paint)?;
     }
     write_text_mode_copy(out, report)?;
-    write_spans(out, report, hexdump, paint)
+    write_spans(out, report, hexdump, paint)?;
+    write_total_lost(out, report)
+}
+
+/// What the corrupt spans took in all: main frames, and flight time against the time logged.
+fn write_total_lost(out: &mut impl Write, report: &FileReport) -> io::Result<()> {
+    if report.corrupt_spans.is_empty() {
+        return Ok(());
+    }
+    let frames: u64 = report.corrupt_spans.iter().map(|s| s.frames_lost).sum();
+    // Spans split by trusted frames between them can share their stretch of flight: count it once
+    // (per session: each has its own clock).
+    let mut stretches: Vec<(usize, u64, u64)> = report
+        .corrupt_spans
+        .iter()
+        .filter_map(|s| Some((s.session, s.time_start_us?, s.time_end_us?)))
+        .collect();
+    stretches.sort_unstable();
+    let (mut lost, mut reached) = (0u64, (0usize, 0u64));
+    for (session, a, b) in stretches {
+        let from = if reached.0 == session {
+            a.max(reached.1)
+        } else {
+            a
+        };
+        lost += b.saturating_sub(from);
+        reached = (
+            session,
+            if reached.0 == session {
+                reached.1.max(b)
+            } else {
+                b
+            },
+        );
+    }
+    let logged: u64 = report.sessions.iter().filter_map(|s| s.duration_us).sum();
+    write!(out, "  lost in all:")?;
+    if frames > 0 {
+        write!(out, " {frames} main frame{},", plural(frames))?;
+    }
+    write!(out, " {} of flight", seconds(lost))?;
+    if logged > 0 {
+        let share = 100.0 * lost as f64 / logged as f64;
+        write!(out, " ({share:.1} % of the {} logged)", seconds(logged))?;
+    }
+    writeln!(out)
 }
 
 /// One line per corrupt or suspect span, in file order, each corrupt one followed by its bytes
@@ -526,7 +572,7 @@ fn write_spans(
                 suspect.next();
             }
             (Some(c), _) => {
-                write_corrupt_span(out, &report.path, c, hexdump, paint)?;
+                write_corrupt_span(out, report, c, hexdump, paint)?;
                 corrupt.next();
             }
             (None, Some(s)) => {
@@ -579,7 +625,7 @@ fn plural(n: u64) -> &'static str {
 
 fn write_corrupt_span(
     out: &mut impl Write,
-    path: &str,
+    report: &FileReport,
     span: &CorruptSpan,
     hexdump: Option<&[u8]>,
     paint: Paint,
@@ -588,7 +634,7 @@ fn write_corrupt_span(
     write!(
         out,
         "{}: {} [{}..{}) {bytes} byte{}, session {}: {}",
-        paint.strong(&format!("{path}:{}", span.start)),
+        paint.strong(&format!("{}:{}", report.path, span.start)),
         paint.bad("damaged"),
         span.start,
         span.end,
@@ -596,12 +642,26 @@ fn write_corrupt_span(
         span.session,
         span.reason.as_str()
     )?;
+    write!(out, " ({})", span.reason.in_words())?;
     if span.frames_lost > 0 {
         let lost = span.frames_lost;
         write!(out, "; {lost} main frame{} lost", plural(lost))?;
     }
     if let (Some(a), Some(b)) = (span.time_start_us, span.time_end_us) {
         write!(out, "; flight time {} – {}", seconds(a), seconds(b))?;
+        // As a log viewer shows it: from the session's first frame.
+        let start = report
+            .sessions
+            .get(span.session.wrapping_sub(1))
+            .and_then(|s| s.first_time_us);
+        if let Some(t0) = start.filter(|&t0| t0 <= a) {
+            write!(
+                out,
+                " ({} – {} into the log)",
+                seconds(a - t0),
+                seconds(b.saturating_sub(t0))
+            )?;
+        }
     }
     writeln!(out)?;
     if let Some(data) = hexdump {
