@@ -1049,7 +1049,8 @@ fn write_legend(out: &mut String, file: &FileReport) {
         };
         let _ = write!(
             out,
-            "<li class=\"{class}\"><span class=\"sw\" style=\"background:{color}\"></span>{name}</li>"
+            "<li class=\"{class}\"><span class=\"sw\" style=\"background:{color}\"></span>{name}: {}</li>",
+            reason.in_words()
         );
     }
     out.push_str("</ul></div><div><h3>Bytes that are not damage</h3><ul class=\"keys\">");
@@ -1311,7 +1312,8 @@ fn write_span_table(out: &mut String, file: &FileReport, data: &[u8]) {
             "<tr class=\"span-row\" id=\"span-{i}\" tabindex=\"0\" data-span=\"{i}\" \
              data-start=\"{}\" data-end=\"{}\" data-reason=\"{reason}\"><td class=\"num\">{}</td>\
              <td class=\"num\">{}</td><td class=\"num\">[{}..{})</td><td class=\"num\">{}</td>\
-             <td><span class=\"sw\" style=\"background:{color}\"></span>{reason}</td>\
+             <td><span class=\"sw\" style=\"background:{color}\"></span>{reason}<br>\
+             <span class=\"note\">{}</span></td>\
              <td class=\"num\">{}</td><td class=\"num\">{}</td><td>{time}</td></tr>",
             span.start,
             span.end,
@@ -1320,6 +1322,7 @@ fn write_span_table(out: &mut String, file: &FileReport, data: &[u8]) {
             span.start,
             span.end,
             span.end - span.start,
+            span.reason.in_words(),
             span.frames_lost,
             span.iterations_lost,
         );

@@ -169,6 +169,13 @@ fn check_page_in_browser(dir: &Path, log: &Path) {
         let cells = &dom[at..at + dom[at..].find("</tr>").unwrap()];
         assert!(cells.contains(&format!("[{start}..{end})")), "{cells}");
         assert!(cells.contains(reason), "{cells}");
+        // And in words.
+        if reason == "frame-rejected-next-byte" {
+            assert!(
+                cells.contains("the next frame does not start where this one ends"),
+                "{cells}"
+            );
+        }
         // Its hexdump, embedded and hidden until the row is clicked.
         assert!(dom.contains(&format!("<tr class=\"dump\" id=\"dump-{i}\" hidden=\"\">")));
         // Drawn by the script on the session's offset track and the file map.
