@@ -1038,10 +1038,15 @@ fn write_legend(out: &mut String, file: &FileReport) {
         .iter()
         .map(|c| c.reason.as_str())
         .collect();
+    let dataflash = file.format == dataflash::report::FORMAT_NAME;
     out.push_str("<section id=\"legend\"><h2>Legend</h2><div class=\"legend-grid\">");
     out.push_str("<div><h3>Corrupt spans, by reason</h3><ul class=\"keys\">");
     for (reason, color) in REASONS {
         let name = reason.as_str();
+        // Most reasons are Blackbox's: a DataFlash page names those it has.
+        if dataflash && !present.contains(name) {
+            continue;
+        }
         let class = if present.contains(name) {
             "present"
         } else {
@@ -1054,7 +1059,6 @@ fn write_legend(out: &mut String, file: &FileReport) {
         );
     }
     out.push_str("</ul></div><div><h3>Bytes that are not damage</h3><ul class=\"keys\">");
-    let dataflash = file.format == dataflash::report::FORMAT_NAME;
     for (kind, name, color, what) in REGIONS {
         let what = match kind {
             RegionKind::Frames if dataflash => "accepted messages",
@@ -1292,14 +1296,21 @@ fn write_span_table(out: &mut String, file: &FileReport, data: &[u8]) {
         out.push_str("<p>None: every byte is in an accepted frame or a region that is not damage.</p></section>");
         return;
     }
-    out.push_str(
+    // DataFlash messages have no loop iteration to count.
+    let blackbox = file.format != dataflash::report::FORMAT_NAME;
+    let (thing, counted) = match blackbox {
+        true => ("frame", "<th>frames lost</th><th>iterations lost</th>"),
+        false => ("message", ""),
+    };
+    let _ = write!(
+        out,
         "<p class=\"note\">Click a row for the bytes around the span (bytes inside it \
-         highlighted). Flight time is flight-controller uptime: the last trusted frame before the \
-         span and the first after it.</p>\
+         highlighted). Flight time is flight-controller uptime: the last trusted {thing} before \
+         the span and the first after it.</p>\
          <table class=\"spans\"><thead><tr><th>#</th><th>session</th><th>byte range</th>\
-         <th>bytes</th><th>reason</th><th>frames lost</th><th>iterations lost</th>\
-         <th>flight time affected</th></tr></thead><tbody>",
+         <th>bytes</th><th>reason</th>{counted}<th>flight time affected</th></tr></thead><tbody>",
     );
+    let columns = if blackbox { 8 } else { 6 };
     for (i, span) in file.corrupt_spans.iter().take(MAX_TABLE_SPANS).enumerate() {
         let time = time_range(span.time_start_us, span.time_end_us);
         let reason = span.reason.as_str();
@@ -1307,14 +1318,20 @@ fn write_span_table(out: &mut String, file: &FileReport, data: &[u8]) {
             .iter()
             .find(|r| r.0 == span.reason)
             .map_or("#000", |r| r.1);
+        let lost = match blackbox {
+            true => format!(
+                "<td class=\"num\">{}</td><td class=\"num\">{}</td>",
+                span.frames_lost, span.iterations_lost
+            ),
+            false => String::new(),
+        };
         let _ = write!(
             out,
             "<tr class=\"span-row\" id=\"span-{i}\" tabindex=\"0\" data-span=\"{i}\" \
              data-start=\"{}\" data-end=\"{}\" data-reason=\"{reason}\"><td class=\"num\">{}</td>\
              <td class=\"num\">{}</td><td class=\"num\">[{}..{})</td><td class=\"num\">{}</td>\
              <td><span class=\"sw\" style=\"background:{color}\"></span>{reason}<br>\
-             <span class=\"note\">{}</span></td>\
-             <td class=\"num\">{}</td><td class=\"num\">{}</td><td>{time}</td></tr>",
+             <span class=\"note\">{}</span></td>{lost}<td>{time}</td></tr>",
             span.start,
             span.end,
             i + 1,
@@ -1323,12 +1340,10 @@ fn write_span_table(out: &mut String, file: &FileReport, data: &[u8]) {
             span.end,
             span.end - span.start,
             span.reason.in_words(),
-            span.frames_lost,
-            span.iterations_lost,
         );
         let _ = write!(
             out,
-            "<tr class=\"dump\" id=\"dump-{i}\" hidden><td colspan=\"8\"><pre>{}</pre></td></tr>",
+            "<tr class=\"dump\" id=\"dump-{i}\" hidden><td colspan=\"{columns}\"><pre>{}</pre></td></tr>",
             hexdump_html(data, span)
         );
     }
