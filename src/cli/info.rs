@@ -141,6 +141,10 @@ struct SessionInfo {
     /// Blackbox: the mean time between logged loop iterations.
     #[serde(skip_serializing_if = "Option::is_none")]
     loop_time_us: Option<f64>,
+    /// Blackbox: the mean time between logged main frames (frames lost to damage counted), one
+    /// loop in several when the log keeps fewer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    frame_interval_us: Option<f64>,
     corrupt_spans: usize,
     pids: Vec<Setting>,
     rates: Vec<Setting>,
@@ -177,6 +181,7 @@ impl SessionInfo {
             duration_us: report.duration_us,
             main_frames: None,
             loop_time_us: None,
+            frame_interval_us: None,
             corrupt_spans: report.corrupt_spans.len(),
             pids: Vec::new(),
             rates: Vec::new(),
@@ -212,6 +217,14 @@ impl SessionInfo {
             log_start: text("Log start datetime").filter(|t| !t.starts_with("0000-")),
             main_frames: Some(report.frames.i + report.frames.p),
             loop_time_us: report.loop_time_us,
+            frame_interval_us: {
+                let lost: u64 = report.corrupt_spans.iter().map(|c| c.frames_lost).sum();
+                let logged = report.frames.i + report.frames.p + lost;
+                report
+                    .duration_us
+                    .filter(|_| logged > 1)
+                    .map(|d| d as f64 / (logged - 1) as f64)
+            },
             pids: pick(BLACKBOX_PIDS),
             rates: pick(BLACKBOX_RATES),
             headers: Some(
@@ -438,8 +451,11 @@ fn write_human(out: &mut impl Write, info: &FileInfo, all: bool) -> io::Result<(
         if let Some(frames) = s.main_frames {
             duration.push_str(&format!(", {frames} main frames"));
         }
+        if let Some(every) = s.frame_interval_us {
+            duration.push_str(&format!(", one every {every:.1} µs"));
+        }
         if let Some(l) = s.loop_time_us {
-            duration.push_str(&format!(", one every {l:.1} µs"));
+            duration.push_str(&format!(" (loop {l:.1} µs)"));
         }
         if s.corrupt_spans > 0 {
             duration.push_str(&format!(

@@ -84,6 +84,15 @@ fn blackbox_info_names_firmware_board_craft_settings_and_duration() {
             i + 1
         );
         assert_eq!(session["firmware_kind"], "betaflight");
+        // This log keeps one loop in 16 (`P interval:16`): a logged frame every 16 loops.
+        let (every, looptime) = (
+            session["frame_interval_us"].as_f64().unwrap(),
+            session["loop_time_us"].as_f64().unwrap(),
+        );
+        assert!(
+            (every / looptime - 16.0).abs() < 0.2,
+            "{every} µs, loop {looptime} µs"
+        );
     }
 }
 
