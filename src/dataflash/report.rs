@@ -20,7 +20,7 @@ pub const FORMAT_NAME: &str = "ardupilot-dataflash";
 /// What one session (log) holds.
 #[derive(Debug, Default)]
 pub struct SessionStats {
-    /// Text of the first MSG message.
+    /// Text of the first MSG message that names a vehicle (else of the first MSG).
     pub first_msg: Option<String>,
     pub first_time_us: Option<u64>,
     pub last_time_us: Option<u64>,
@@ -77,11 +77,21 @@ impl Sink for Observer {
         }
         self.last_end = Some(message.offset + message.bytes.len() as u64);
         match message.format.role {
-            Role::Msg if stats.first_msg.is_none() => {
-                stats.first_msg = message
+            // The firmware's MSG: the first that names a vehicle (a plane may log "Ground start"
+            // before it), else the first.
+            Role::Msg
+                if stats
+                    .first_msg
+                    .as_deref()
+                    .is_none_or(|m| vehicle_of(m).is_none()) =>
+            {
+                let text = message
                     .fields()
                     .find_map(|v| v.as_text())
                     .map(|t| Text::new(t).to_string());
+                if stats.first_msg.is_none() || text.as_deref().and_then(vehicle_of).is_some() {
+                    stats.first_msg = text;
+                }
             }
             Role::LoggerStats => {
                 let dropped = message

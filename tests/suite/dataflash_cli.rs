@@ -1160,3 +1160,28 @@ fn a_float_column_turning_nan_is_suspect_once() {
     let (_, clean) = check_json(&write(&dir, "fine.bin", &baro_log(30.0)));
     assert_eq!(clean["verdict"], "clean");
 }
+
+#[test]
+fn the_firmware_is_the_message_that_names_a_vehicle() {
+    // ArduPlane 4.0 logs "Ground start" before its firmware string.
+    let dir = TempDir::new("df-firmware");
+    let mut log = header();
+    for (time, text_of) in [
+        (1_000u64, "Ground start"),
+        (2_000, "ArduPlane V4.0.9 (2fe1b9e7)"),
+    ] {
+        let mut body = time.to_le_bytes().to_vec();
+        body.extend(text(text_of, 64));
+        log.extend(message(0x41, &body));
+    }
+    for i in 0..20 {
+        log.extend(att(3_000 + i * 2_500, 0));
+    }
+    let (code, report) = check_json(&write(&dir, "plane.bin", &log));
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        report["dataflash"]["firmware"],
+        "ArduPlane V4.0.9 (2fe1b9e7)"
+    );
+    assert_eq!(report["dataflash"]["vehicle"], "Plane");
+}
