@@ -65,13 +65,14 @@ const BLACKBOX_RATES: &[&str] = &[
     "tpa_breakpoint",
 ];
 
-/// Where an ArduPilot rate-controller gain (copter `ATC_RAT_*`, plane `*_RATE_*`) sorts: roll,
-/// pitch, yaw, each P, I, D, FF; `None` for other parameters.
+/// Where an ArduPilot rate-controller gain (copter `ATC_RAT_*`, before 3.4 `RATE_*`; plane
+/// `*_RATE_*`, before 4.1 `RLL2SRV_*` and `PTCH2SRV_*`) sorts: roll, pitch, yaw, each P, I, D,
+/// FF; `None` for other parameters.
 fn dataflash_pid_order(name: &str) -> Option<(usize, usize)> {
     const AXES: [&[&str]; 3] = [
-        &["ATC_RAT_RLL_", "RLL_RATE_"],
-        &["ATC_RAT_PIT_", "PTCH_RATE_"],
-        &["ATC_RAT_YAW_", "YAW_RATE_"],
+        &["ATC_RAT_RLL_", "RLL_RATE_", "RATE_RLL_", "RLL2SRV_"],
+        &["ATC_RAT_PIT_", "PTCH_RATE_", "RATE_PIT_", "PTCH2SRV_"],
+        &["ATC_RAT_YAW_", "YAW_RATE_", "RATE_YAW_"],
     ];
     AXES.iter().enumerate().find_map(|(axis, prefixes)| {
         let gain = prefixes.iter().find_map(|p| name.strip_prefix(p))?;

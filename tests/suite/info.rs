@@ -151,6 +151,24 @@ fn dataflash_info_lists_rate_gains_in_axis_order_and_every_parameter() {
             "PTCH_RATE_FF"
         ]
     );
+    // Before 4.1, a plane's rate gains were RLL2SRV_* and PTCH2SRV_*.
+    let older =
+        corpus.join("real/ardupilot/ardupilot-plane-3.8.2-dev-pymavlink-test-truncated.BIN");
+    let older = json(&["info", "--json", older.to_str().unwrap()]);
+    let names: Vec<&str> = older["sessions"][0]["pids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        &names[..4],
+        ["RLL2SRV_P", "RLL2SRV_I", "RLL2SRV_D", "RLL2SRV_FF"]
+    );
+    assert_eq!(
+        &names[4..8],
+        ["PTCH2SRV_P", "PTCH2SRV_I", "PTCH2SRV_D", "PTCH2SRV_FF"]
+    );
     // Values as ArduPilot stored them (32-bit floats), without widening noise.
     let parameters = session["parameters"].as_object().unwrap();
     assert_eq!(parameters["RLL_RATE_FF"], 0.345);
