@@ -53,7 +53,8 @@ macro_rules! exit_status_text {
 /// What the environment changes, for `--help` and the manual page.
 macro_rules! environment_text {
     () => {
-        "Colour is used only on a terminal, and never when NO_COLOR is set."
+        "Colour is used only on a terminal, and never when NO_COLOR is set, unless --color always or \
+         never says otherwise."
     };
 }
 use {environment_text, exit_status_text};
@@ -71,6 +72,9 @@ pub struct Cli {
     /// Print only what is wrong: damage and errors (no progress bars, summaries or tables).
     #[arg(long, short = 'q', global = true)]
     quiet: bool,
+    /// When to colour the output: `auto` on a terminal unless NO_COLOR is set.
+    #[arg(long, value_enum, global = true, default_value_t, value_name = "WHEN")]
+    color: terminal::ColorChoice,
     #[command(subcommand)]
     command: Command,
 }
@@ -237,6 +241,7 @@ pub fn main() -> u8 {
         }
     };
     terminal::set_quiet(cli.quiet);
+    terminal::set_color(cli.color);
     output::clean_up_on_interrupt();
     let result = match cli.command {
         Command::Check(args) => check::run(&args),

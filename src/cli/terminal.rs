@@ -1,10 +1,27 @@
-//! How output meets the terminal: colour only on a terminal and never when `NO_COLOR` is set,
-//! and `--quiet`, which leaves only what is wrong.
+//! How output meets the terminal: colour only on a terminal and never when `NO_COLOR` is set
+//! (unless `--color` says otherwise), and `--quiet`, which leaves only what is wrong.
 
 use std::io::IsTerminal;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 static QUIET: AtomicBool = AtomicBool::new(false);
+
+/// When to colour output (`--color`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorChoice {
+    /// On a terminal, unless `NO_COLOR` is set.
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+static COLOR: AtomicU8 = AtomicU8::new(ColorChoice::Auto as u8);
+
+/// Colour as `--color` asks.
+pub fn set_color(choice: ColorChoice) {
+    COLOR.store(choice as u8, Ordering::Relaxed);
+}
 
 /// Print only damage and errors: no progress bars, summaries or tables.
 pub fn set_quiet(quiet: bool) {
@@ -39,9 +56,12 @@ impl Paint {
     }
 
     fn when(terminal: bool) -> Paint {
-        Paint {
-            on: terminal && !no_color(),
-        }
+        let on = match COLOR.load(Ordering::Relaxed) {
+            c if c == ColorChoice::Always as u8 => true,
+            c if c == ColorChoice::Never as u8 => false,
+            _ => terminal && !no_color(),
+        };
+        Paint { on }
     }
 
     fn wrap(self, code: &str, text: &str) -> String {

@@ -68,6 +68,11 @@ fn colour_only_on_a_terminal_and_never_with_no_color() {
     let missing = ["check", "/nonexistent/flight.bbl"];
     assert!(on_terminal(&missing, None).contains(&format!("{ESCAPE}[1;31mbbcheck:")));
     assert!(!has_colour(&on_terminal(&missing, Some("1"))));
+    // --color decides over both: always even piped, never even on a terminal.
+    let always = bbcheck(&["check", "--color", "always", damaged.to_str().unwrap()]);
+    assert!(has_colour(&String::from_utf8_lossy(&always.stdout)));
+    let never = ["check", "--color", "never", damaged.to_str().unwrap()];
+    assert!(!has_colour(&on_terminal(&never, None)));
 }
 
 #[test]
