@@ -104,10 +104,41 @@ fn export_dataflash(args: &Args, data: &[u8], reached: &AtomicU64) -> Result<u8,
         },
         types: args.types.clone(),
     };
+    let to_stdout = args.output_dir.as_deref() == Some(Path::new("-"));
     let report = if args.jsonl {
         let stdout = io::stdout();
         crate::dataflash::jsonl::write_jsonl(&name, data, &selection, stdout.lock(), reached)
             .map_err(|e| Error::io(Path::new("<stdout>"), e))?
+    } else if to_stdout {
+        // One table on standard output.
+        if args.types.as_ref().is_none_or(|t| t.len() != 1) {
+            return Err(Error::Usage(
+                "-o -: standard output takes one table; name its type with --types NAME".into(),
+            ));
+        }
+        let mut tables = 0;
+        let (report, writers) = crate::dataflash::csv::write_csv(
+            &name,
+            data,
+            selection,
+            |_| {
+                tables += 1;
+                match tables {
+                    1 => Ok(io::BufWriter::new(io::stdout().lock())),
+                    _ => Err(io::Error::other(
+                        "the type has two layouts in this log: export it to a directory",
+                    )),
+                }
+            },
+            reached,
+        )
+        .map_err(|e| Error::io(Path::new("<stdout>"), e))?;
+        for mut writer in writers {
+            writer
+                .flush()
+                .map_err(|e| Error::io(Path::new("<stdout>"), e))?;
+        }
+        report
     } else {
         let (dir, stem) = csv_destination(args)?;
         // The first error creating a file, with its path.
@@ -160,6 +191,12 @@ pub fn run(args: &Args) -> Result<u8, Error> {
     if args.raw || args.types.is_some() {
         return Err(Error::Usage(format!(
             "{}: --raw and --types apply to DataFlash logs; a Blackbox export is whole",
+            args.file.display()
+        )));
+    }
+    if !args.jsonl && args.output_dir.as_deref() == Some(Path::new("-")) {
+        return Err(Error::Usage(format!(
+            "{}: -o -: a Blackbox CSV export writes several files; name a directory",
             args.file.display()
         )));
     }

@@ -853,6 +853,24 @@ fn csv_export_writes_one_table_per_type_with_units_in_the_headings() {
         att.starts_with("TimeUS [1e-6 s],DesRoll [deg],Roll [deg]"),
         "{att:.80}"
     );
+    // The one table on standard output.
+    let piped = bbcheck(&[
+        "export",
+        "--csv",
+        "--types",
+        "ATT",
+        "-o",
+        "-",
+        input.to_str().unwrap(),
+    ]);
+    assert_eq!(piped.status.code(), Some(0));
+    assert_eq!(String::from_utf8(piped.stdout).unwrap(), att);
+    let several = bbcheck(&["export", "--csv", "-o", "-", input.to_str().unwrap()]);
+    assert_eq!(
+        several.status.code(),
+        Some(2),
+        "standard output takes one table"
+    );
     let values = &first_att["values"];
     let expected = format!(
         "{},{},{}",
