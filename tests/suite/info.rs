@@ -122,6 +122,16 @@ fn inav_pids_carry_their_feedforward_term() {
     );
 }
 
+/// The names of a session's PID settings, in the order `info` lists them.
+fn pid_names(session: &Value) -> Vec<&str> {
+    session["pids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect()
+}
+
 #[test]
 fn dataflash_info_lists_rate_gains_in_axis_order_and_every_parameter() {
     let Some(corpus) = common::corpus() else {
@@ -132,14 +142,8 @@ fn dataflash_info_lists_rate_gains_in_axis_order_and_every_parameter() {
     let info = json(&["info", "--json", path]);
     let session = &info["sessions"][0];
     assert_eq!(session["firmware"], "ArduPlane V4.2.3 (55685c43)");
-    let pids: Vec<&str> = session["pids"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["name"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        pids,
+        pid_names(session),
         [
             "RLL_RATE_P",
             "RLL_RATE_I",
@@ -155,12 +159,7 @@ fn dataflash_info_lists_rate_gains_in_axis_order_and_every_parameter() {
     let older =
         corpus.join("real/ardupilot/ardupilot-plane-3.8.2-dev-pymavlink-test-truncated.BIN");
     let older = json(&["info", "--json", older.to_str().unwrap()]);
-    let names: Vec<&str> = older["sessions"][0]["pids"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["name"].as_str().unwrap())
-        .collect();
+    let names = pid_names(&older["sessions"][0]);
     assert_eq!(
         &names[..4],
         ["RLL2SRV_P", "RLL2SRV_I", "RLL2SRV_D", "RLL2SRV_FF"]

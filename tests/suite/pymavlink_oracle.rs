@@ -13,7 +13,7 @@ use crate::common;
 use bbcheck::damage::{Model, damage};
 use bbcheck::dataflash::{self, fmt::Formats};
 use serde_json::Value;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// A Python that imports pymavlink, if there is one.
@@ -52,6 +52,29 @@ fn real_logs_and_python() -> Option<(Vec<PathBuf>, PathBuf)> {
     Some((paths, python))
 }
 
+/// Run `script` of `tests/oracle/` with `python` on `args`, and return what it printed; it must
+/// succeed.
+fn run_oracle(
+    python: &Path,
+    script: &str,
+    args: impl IntoIterator<Item = impl AsRef<std::ffi::OsStr>>,
+) -> Vec<u8> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/oracle")
+        .join(script);
+    let output = Command::new(python)
+        .arg(script)
+        .args(args)
+        .output()
+        .expect("python runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output.stdout
+}
+
 #[test]
 fn pymavlink_reads_every_salvaged_log_whole() {
     let Some((paths, python)) = real_logs_and_python() else {
@@ -76,20 +99,12 @@ fn pymavlink_reads_every_salvaged_log_whole() {
             expected.push((out, name, report.dataflash.counts));
         }
     }
-    let output = Command::new(&python)
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/oracle/pymavlink_read.py"
-        ))
-        .args(expected.iter().map(|(p, _, _)| p))
-        .output()
-        .expect("python runs");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    let output = run_oracle(
+        &python,
+        "pymavlink_read.py",
+        expected.iter().map(|(p, _, _)| p),
     );
-    let lines: Vec<Value> = String::from_utf8(output.stdout)
+    let lines: Vec<Value> = String::from_utf8(output)
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -152,22 +167,10 @@ fn csv_values_are_the_ones_pymavlink_gives() {
             out.to_str().unwrap(),
         ]);
         assert!(exported.status.code().unwrap() <= 1, "{}", path.display());
-        let output = Command::new(&python)
-            .arg(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/tests/oracle/pymavlink_csv.py"
-            ))
-            .arg(path)
-            .output()
-            .expect("python runs");
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        let output = run_oracle(&python, "pymavlink_csv.py", [path]);
         // pymavlink's rows by type, in file order.
         let mut theirs: std::collections::BTreeMap<String, Vec<String>> = Default::default();
-        for line in String::from_utf8_lossy(&output.stdout).lines() {
+        for line in String::from_utf8_lossy(&output).lines() {
             let (name, values) = line.split_once('\t').unwrap();
             theirs
                 .entry(name.to_owned())
