@@ -34,21 +34,19 @@ pub const MAX_INSTANCES: usize = 32;
 pub struct Column {
     /// Values seen.
     pub values: u32,
-    /// The largest magnitude of a finite value (0 when none).
-    pub largest: f64,
+    /// The largest magnitude of a finite value, taken as at least 1: a value below it needs no
+    /// judging.
+    pub top: f64,
     /// Whether a value was NaN or infinite.
     pub not_finite: bool,
-    /// The magnitude below which a value needs no judging: the largest so far (at least 1).
-    limit: f64,
 }
 
 impl Default for Column {
     fn default() -> Self {
         Column {
             values: 0,
-            largest: 0.0,
+            top: 1.0,
             not_finite: false,
-            limit: 1.0,
         }
     }
 }
@@ -59,8 +57,7 @@ impl Column {
     pub fn learn(&mut self, x: f64) {
         self.values = self.values.saturating_add(1);
         if x.is_finite() {
-            self.largest = self.largest.max(x.abs());
-            self.limit = self.limit.max(x.abs());
+            self.top = self.top.max(x.abs());
         } else {
             self.not_finite = true;
         }
@@ -185,12 +182,10 @@ impl Judge {
             let Some(x) = float_at(body, offset, ty) else {
                 continue;
             };
-            // Most values lie inside what their column held: nothing to judge.
-            if x.abs() < column.limit {
-                column.values = column.values.saturating_add(1);
-                continue;
-            }
-            if evidence.is_none() && column.values >= MIN_VALUES {
+            // Most values lie inside what their column held: nothing to judge (NaN compares false).
+            let inside = x.abs() < column.top;
+            let judged = !inside && column.values >= MIN_VALUES;
+            if judged && evidence.is_none() {
                 let field = || column_name(&format.name, instance, format.columns.get(i));
                 evidence = match not_a_number::judge(column, x) {
                     Some(rule) => Some(Evidence::seen(rule, Some(field()))),

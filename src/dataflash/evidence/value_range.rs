@@ -30,7 +30,7 @@ pub const ABOVE_OCTAVES: i64 = 16;
 /// enough.
 #[inline]
 pub fn judge(column: &Column, x: f64) -> Option<(i64, i64)> {
-    let top = column.largest.max(1.0);
+    let top = column.top;
     // NaN and the infinities are another rule's.
     (x.is_finite() && x.abs() >= top * (ABOVE_OCTAVES as f64).exp2())
         .then(|| ((x.abs() / top).log2().floor() as i64, ABOVE_OCTAVES))
