@@ -26,7 +26,8 @@
 //!   (nothing in them can have been a carriage return) and for the others.
 //!
 //! The "reference" columns decode the same files with the reference decoders' rules.
-//! `BBCHECK_QUALITY_MODELS=newline,bit-flips` measures only the models named.
+//! `BBCHECK_QUALITY_MODELS=newline,bit-flips` measures only the models named;
+//! `BBCHECK_QUALITY_MATERIAL=1` prints every material trusted frame.
 
 use crate::common;
 
@@ -201,23 +202,28 @@ impl Truth<'_> {
     /// largest frame-to-frame change within [`ENVELOPE`] frames either side, plus 2.
     fn material(&self, i: usize, values: &[i64]) -> bool {
         let frames = &self.clean.frames;
+        values.iter().enumerate().any(|(f, &v)| {
+            frames[i]
+                .values
+                .get(f)
+                .is_none_or(|&truth| (v - truth).abs() > self.envelope(i, f) + 2)
+        })
+    }
+
+    /// Field `f`'s largest frame-to-frame change within [`ENVELOPE`] frames of clean frame `i`.
+    fn envelope(&self, i: usize, f: usize) -> i64 {
+        let frames = &self.clean.frames;
         let (from, to) = (
             i.saturating_sub(ENVELOPE),
             (i + ENVELOPE).min(frames.len() - 1),
         );
-        values.iter().enumerate().any(|(f, &v)| {
-            let Some(&truth) = frames[i].values.get(f) else {
-                return true;
-            };
-            let envelope = (from..to)
-                .filter_map(|j| {
-                    let (a, b) = (frames[j].values.get(f)?, frames[j + 1].values.get(f)?);
-                    Some((b - a).abs())
-                })
-                .max()
-                .unwrap_or(0);
-            (v - truth).abs() > envelope + 2
-        })
+        (from..to)
+            .filter_map(|j| {
+                let (a, b) = (frames[j].values.get(f)?, frames[j + 1].values.get(f)?);
+                Some((b - a).abs())
+            })
+            .max()
+            .unwrap_or(0)
     }
 }
 
@@ -292,6 +298,34 @@ fn score(truth: &Truth<'_>, intact: &[bool], plain: &[bool], got: &Mains) -> Sco
     s
 }
 
+/// Prints each material trusted frame of `got` (see [`score`]): its kind, iteration, and every
+/// field it gets wrong as `f<index>:<error>/<envelope>`.
+fn print_material(truth: &Truth<'_>, got: &Mains, case: &str) {
+    let frames = &truth.clean.frames;
+    for f in got.frames.iter().filter(|f| f.trust == Trust::Trusted) {
+        let i = match (truth.get(&f.key), truth.by_iteration.get(&f.key.0)) {
+            (Some(&(i, _)), _) | (None, Some(&i)) => i,
+            (None, None) => {
+                println!("{case}: {:?} iteration {} exists nowhere", f.kind, f.key.0);
+                continue;
+            }
+        };
+        let clean = frames[i].values.as_slice();
+        if clean == f.values.as_slice() || !truth.material(i, &f.values) {
+            continue;
+        }
+        let fields: Vec<String> = f
+            .values
+            .iter()
+            .zip(clean)
+            .enumerate()
+            .filter(|(_, (v, c))| v != c)
+            .map(|(field, (v, c))| format!("f{field}:{:+}/{}", v - c, truth.envelope(i, field)))
+            .collect();
+        println!("{case}: {:?} {} {}", f.kind, f.key.0, fields.join(" "));
+    }
+}
+
 /// Clean main frames missing between two accepted ones of the same session of `report`.
 fn lost_between(truth: &Truth<'_>, got: &Mains, report: &bbcheck::report::FileReport) -> u64 {
     let session = |offset: u64| report.sessions.partition_point(|s| s.start <= offset);
@@ -343,6 +377,7 @@ fn measure() -> Option<Vec<(Model, Tally)>> {
     let mut table = Vec::new();
     let truths: Vec<Truth<'_>> = logs.iter().map(|(_, clean, _)| truth(clean)).collect();
     let only = std::env::var("BBCHECK_QUALITY_MODELS").ok();
+    let print_material_frames = std::env::var_os("BBCHECK_QUALITY_MATERIAL").is_some();
     let wanted = |m: Model| {
         only.as_deref()
             .is_none_or(|o| o.split(',').any(|n| n == m.name()))
@@ -356,6 +391,14 @@ fn measure() -> Option<Vec<(Model, Tally)>> {
                 let (got, report) = decode(&d.data, Validation::Thorough);
                 let (reference, _) = decode(&d.data, Validation::Reference);
                 let ours = score(truth, &intact, plain, &got);
+                if print_material_frames {
+                    let case = format!(
+                        "{} seed {seed}, {} frames",
+                        model.name(),
+                        clean.frames.len()
+                    );
+                    print_material(truth, &got, &case);
+                }
                 let theirs = score(truth, &intact, plain, &reference);
                 t.held += ours.held;
                 t.cases += 1;
