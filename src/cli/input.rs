@@ -120,7 +120,8 @@ pub fn open(path: &Path) -> Result<Input, Error> {
     })
 }
 
-/// The corrupt spans of `data` read as the log its content shows (none when it shows none).
+/// The corrupt spans of `data` read as the log its content shows; all of it when it shows none
+/// (taking bytes out must never make a log of it look better by losing its start).
 fn corrupt_spans(data: &[u8]) -> Vec<(u64, u64)> {
     use crate::blackbox::{self, decoder::Discard};
     let blackbox = blackbox::is_blackbox(data);
@@ -130,7 +131,7 @@ fn corrupt_spans(data: &[u8]) -> Vec<(u64, u64)> {
         } else if blackbox {
             blackbox::decode("", data, |_, _| {}, &mut Discard)
         } else {
-            return Vec::new();
+            return vec![(0, data.len() as u64)];
         };
     report
         .corrupt_spans
