@@ -32,12 +32,15 @@ pub enum Model {
     /// One block of 2–64 bytes inserted after every 512–8192 bytes of the file (a download's
     /// chunk headers, a container's blocks).
     PeriodicInsertions,
+    /// The same, each block of other random bytes (a signed log's signatures).
+    DifferingInsertions,
 }
 
 impl Model {
     /// Every model that damages bytes where they lie, in the order reports list them. Periodic
     /// insertions are measured apart: by what reading the file without them recovers
     /// (`tests/suite/periodic.rs`).
+    pub const PERIODIC: [Model; 2] = [Model::PeriodicInsertions, Model::DifferingInsertions];
     pub const ALL: [Model; 10] = [
         Model::DropRuns,
         Model::DropBytes,
@@ -65,6 +68,7 @@ impl Model {
             Model::Newline => "newline",
             Model::HeaderLine => "header-line",
             Model::PeriodicInsertions => "periodic-insertions",
+            Model::DifferingInsertions => "differing-insertions",
         }
     }
 
@@ -315,13 +319,17 @@ pub fn damage(input: &[u8], model: Model, seed: u64) -> Damaged {
                 i += 1;
             }
         }
-        Model::PeriodicInsertions => {
+        Model::PeriodicInsertions | Model::DifferingInsertions => {
             let every = rng.range(512, 8193);
             let len = rng.range(2, 65);
-            let mut block: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
-            // Not one byte repeated: a run of one byte is the erased flash or zero fill of a log.
-            block[0] = block[1].wrapping_add(1);
+            let mut block = Vec::new();
             for at in (every..input.len()).step_by(every) {
+                if block.is_empty() || model == Model::DifferingInsertions {
+                    block = (0..len).map(|_| rng.next() as u8).collect();
+                    // Not one byte repeated: a run of one byte is the erased flash or zero fill
+                    // of a log.
+                    block[0] = block[1].wrapping_add(1);
+                }
                 edits.push((at, Edit::Insert(block.clone()), "insert"));
             }
         }
@@ -410,7 +418,7 @@ mod tests {
     #[test]
     fn changes_say_exactly_what_happened() {
         let input = demo();
-        for model in Model::ALL.into_iter().chain([Model::PeriodicInsertions]) {
+        for model in Model::ALL.into_iter().chain(Model::PERIODIC) {
             for seed in 0..5 {
                 let d = damage(&input, model, seed);
                 assert_eq!(d.data, damage(&input, model, seed).data, "deterministic");
@@ -451,7 +459,7 @@ mod tests {
     #[test]
     fn the_seed_changes_the_damage_of_every_model_but_the_text_mode_copy() {
         let input = demo();
-        for model in Model::ALL.into_iter().chain([Model::PeriodicInsertions]) {
+        for model in Model::ALL.into_iter().chain(Model::PERIODIC) {
             let first = damage(&input, model, 0).data;
             let varies = (1..6).any(|seed| damage(&input, model, seed).data != first);
             assert_eq!(varies, model.uses_seed(), "{model:?}");

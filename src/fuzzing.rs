@@ -116,11 +116,15 @@ pub fn blackbox_salvage(data: &[u8]) {
 }
 
 /// Read any bytes as a DataFlash log: never panics, and every byte is accounted for once.
+/// Blocks at a stride are found and taken out as for Blackbox.
 pub fn dataflash_check(data: &[u8]) {
     let report = crate::dataflash::check("fuzz", data);
     if let Err(e) = report.file.check_accounting() {
         panic!("byte accounting broken: {e}");
     }
+    check_periodic(data, &report.file, |data| {
+        spans_of(&crate::dataflash::check("fuzz", data).file)
+    });
 }
 
 /// Accepted DataFlash messages: their bytes and trust, in file order.
@@ -241,20 +245,48 @@ pub fn dataflash_salvage(data: &[u8]) {
 }
 
 /// Decode any bytes as a Blackbox log: never panics, and the report accounts for every byte once.
-/// Any blocks recurring at a stride in them are found without a panic, and taking them out
-/// removes exactly their bytes.
+/// Any blocks recurring at a stride in them, or inferred from damage recurring at one, are found
+/// without a panic, and taking them out removes exactly their bytes.
 pub fn blackbox_check(data: &[u8]) {
     let report = blackbox::decode("fuzz", data, |_, _| {}, &mut Discard);
     if let Err(e) = report.check_accounting() {
         panic!("byte accounting broken: {e}");
     }
-    for blocks in crate::periodic::find(data) {
-        let removed = blocks.count * blocks.length;
+    let spans = |data: &[u8]| spans_of(&blackbox::decode("fuzz", data, |_, _| {}, &mut Discard));
+    check_periodic(data, &report, spans);
+}
+
+fn spans_of(report: &crate::report::FileReport) -> Vec<(u64, u64)> {
+    report
+        .corrupt_spans
+        .iter()
+        .map(|s| (s.start, s.end))
+        .collect()
+}
+
+/// Blocks at a stride in `data` (read by `corrupt_spans`; `report` when read whole), recurring or
+/// inferred from the damage, are looked for without a panic, and taking them out removes exactly
+/// their bytes. (Inferring them reads the log many times: only where the damage could show them.)
+fn check_periodic(
+    data: &[u8],
+    report: &crate::report::FileReport,
+    corrupt_spans: impl Fn(&[u8]) -> Vec<(u64, u64)>,
+) {
+    let removes_their_bytes = |restored: &[u8], blocks: &crate::periodic::Insertions| {
         assert_eq!(
-            crate::periodic::remove(data, &blocks).len() as u64 + removed,
+            restored.len() as u64 + blocks.count * blocks.length,
             data.len() as u64,
             "{blocks:?}"
         );
+    };
+    if report.corrupt_spans.len() as u64 >= crate::periodic::MIN_INFERRED {
+        if let Some((restored, blocks)) = crate::periodic::restore(data, corrupt_spans) {
+            removes_their_bytes(&restored, &blocks);
+        }
+    } else {
+        for blocks in crate::periodic::find(data) {
+            removes_their_bytes(&crate::periodic::remove(data, &blocks), &blocks);
+        }
     }
 }
 

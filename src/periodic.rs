@@ -6,7 +6,9 @@
 //! [`find`] looks for such blocks from the bytes alone: a block that recurs, byte for byte, at one
 //! stride from the first stride of the file to its last. A log's own data does that only by
 //! chance over a few repeats, so whoever removes them ([`remove`]) must also see that the log
-//! reads in step without them where it did not with them.
+//! reads in step without them where it did not with them. Blocks whose bytes differ (a signed
+//! log's signatures) show only in the reading: [`infer`] finds them from damage that recurs at one
+//! stride.
 
 use serde::Serialize;
 
@@ -40,8 +42,9 @@ pub struct Insertions {
     pub length: u64,
     /// Blocks removed.
     pub count: u64,
-    /// The bytes of each block, in hex.
-    pub bytes: String,
+    /// The bytes of each block, in hex, when every block holds the same.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<String>,
     /// The size of the file as it is.
     pub input_size: u64,
 }
@@ -79,7 +82,7 @@ const TRIED: usize = 3;
 /// from every corrupt span the place it was taken from must lie once it is gone.
 const NEAR: u64 = 256;
 
-/// `data` without the recurring blocks of [`find`] that the log reads in step without: of the
+/// `data` without the recurring blocks of [`find`] (or, when it finds none, of [`infer`]) that the log reads in step without: of the
 /// candidates whose blocks lie by corrupt spans, at least half of them, and without which a
 /// corrupt span is left near at most one in [`HEALED`] of the places they disturbed, the one
 /// that leaves the fewest corrupt bytes, fewer than with them. `corrupt_spans` reads a log and gives its corrupt spans. A log that reads clean as it
@@ -89,10 +92,29 @@ pub fn restore(
     corrupt_spans: impl Fn(&[u8]) -> Vec<(u64, u64)>,
 ) -> Option<(Vec<u8>, Insertions)> {
     let candidates = find(data);
+    let mut before = None;
+    if !candidates.is_empty() {
+        let spans = before.insert(corrupt_spans(data));
+        if let Some(restored) = best_without(data, candidates, spans, &corrupt_spans) {
+            return Some(restored);
+        }
+    }
+    let candidates = infer(data, &corrupt_spans);
     if candidates.is_empty() {
         return None;
     }
-    let before = corrupt_spans(data);
+    let spans = before.get_or_insert_with(|| corrupt_spans(data));
+    best_without(data, candidates, spans, &corrupt_spans)
+}
+
+/// Of `candidates`, the blocks without which `data` reads best, if it reads well enough (see
+/// [`restore`]); `before` are its corrupt spans with them.
+fn best_without(
+    data: &[u8],
+    candidates: Vec<Insertions>,
+    before: &[(u64, u64)],
+    corrupt_spans: &impl Fn(&[u8]) -> Vec<(u64, u64)>,
+) -> Option<(Vec<u8>, Insertions)> {
     let near = |spans: &[(u64, u64)], at: u64, len: u64| {
         spans
             .iter()
@@ -102,7 +124,7 @@ pub fn restore(
     let mut best: Option<(u64, Vec<u8>, Insertions)> = None;
     for blocks in candidates.into_iter().take(TRIED) {
         let disturbed = (0..blocks.count)
-            .filter(|k| near(&before, blocks.first + k * blocks.stride, blocks.length))
+            .filter(|k| near(before, blocks.first + k * blocks.stride, blocks.length))
             .count() as u64;
         if disturbed * 2 < blocks.count {
             continue;
@@ -115,13 +137,253 @@ pub fn restore(
             .count() as u64;
         let left = bytes(&after);
         if still * HEALED <= disturbed
-            && left < bytes(&before)
+            && left < bytes(before)
             && best.as_ref().is_none_or(|b| left < b.0)
         {
             best = Some((left, restored, blocks));
         }
     }
     best.map(|(_, restored, blocks)| (restored, blocks))
+}
+
+/// Width (bytes) of the bins in which [`infer`] counts the distances between damage starts.
+const GAP_BIN: u64 = 32;
+/// Bins of distances whose strides [`infer`] tries, the fullest first; and how far (bytes) on
+/// either side of a bin it tries them: about the longest message or frame, which a block may cut
+/// into anywhere.
+const GAP_BINS_TRIED: usize = 8;
+const GAP_REACH: u64 = 128;
+/// The largest multiple of the stride a bin of distances is taken for.
+const MAX_MULTIPLE: u64 = 4;
+/// Strides [`infer`] reads the log without blocks at, the likeliest first.
+const STRIDES_TRIED: usize = 3;
+/// How far (bytes) from where the damage [`infer`] reads puts a block's ends it tries them.
+const MAX_END_MOVE: u64 = 64;
+/// Blocks [`infer`] must see the damage of: fewer, in a short file, recur by chance.
+pub const MIN_INFERRED: u64 = 12;
+/// Strides of a log [`infer`] reads to see where a block's ends leave it best, and the most bytes
+/// it reads for that.
+const PROBED_BLOCKS: u64 = MIN_REPEATS + 2;
+const MAX_PROBED: u64 = 64 << 10;
+/// Readings of the first blocks [`infer`] makes in all (a reading that ends the search comes
+/// within the first hundreds where blocks made the damage).
+const MAX_READS: usize = 500;
+
+/// Strides of a log [`infer`] reads at `stride` to see where a block's ends leave it best.
+fn probed_blocks(stride: u64) -> u64 {
+    (MAX_PROBED / stride).clamp(MIN_REPEATS, PROBED_BLOCKS)
+}
+/// Pairs of ends as good over the first blocks that [`infer`] reads over all it searched.
+const MAX_ENDS_READ: usize = 16;
+
+/// Blocks of any bytes inserted at one stride, found from where a reading of the first
+/// 256 KiB of `data` (`corrupt_spans`) is damaged: a stride and a place in it at which
+/// nine in ten of the places from the first damage on lie inside a corrupt span (damage of other
+/// causes may lie between them), and at least [`MIN_INFERRED`] do. The block's ends are taken
+/// where the reading without the blocks leaves the fewest corrupt bytes. The blocks found extend
+/// over the whole file, as those of [`find`] do.
+pub fn infer(data: &[u8], corrupt_spans: &impl Fn(&[u8]) -> Vec<(u64, u64)>) -> Vec<Insertions> {
+    let searched = &data[..data.len().min(SEARCHED)];
+    let cut = searched.len() as u64;
+    // A span by the cut may be the cut's.
+    let mut spans: Vec<(u64, u64)> = corrupt_spans(searched)
+        .into_iter()
+        .filter(|&(start, end)| start < end && end.saturating_add(NEAR) < cut)
+        .collect();
+    spans.sort_unstable();
+    // Damage denser than blocks at the shortest stride, or over half the bytes, is no sign of
+    // them: any place at any stride would lie in it.
+    let damaged: u64 = spans.iter().map(|(start, end)| end - start).sum();
+    if (spans.len() as u64) < MIN_INFERRED
+        || spans.len() as u64 > cut / MIN_STRIDE as u64
+        || damaged * 2 > cut
+    {
+        return Vec::new();
+    }
+    let strides = likely_strides(&spans);
+    let mut places: Vec<(u64, u64, u64, u64)> = strides
+        .into_iter()
+        .filter_map(|stride| best_place(&spans, stride, cut, false))
+        .collect();
+    // Inside the most spans; a stride a little off narrows the stretch the spans share.
+    places.sort_unstable_by_key(|&(inside, stride, lo, hi)| {
+        std::cmp::Reverse((inside, hi - lo, std::cmp::Reverse(stride)))
+    });
+    let blocks_in = |bytes: &[u8], stride: u64, start: u64, end: u64| {
+        let first = start % stride;
+        let length = end - start;
+        let count = (bytes.len() as u64)
+            .checked_sub(first + length)
+            .map_or(0, |room| room / stride + 1);
+        Insertions {
+            first,
+            stride,
+            length,
+            count,
+            bytes: None,
+            input_size: bytes.len() as u64,
+        }
+    };
+    // Where the ends leave the fewest corrupt bytes, read as far as `upto` of the first blocks.
+    let corrupt_bytes = |stride: u64, start: u64, end: u64, upto: u64| -> u64 {
+        let upto = start.saturating_add(upto.saturating_mul(stride));
+        let read = &searched[..upto.min(cut) as usize];
+        corrupt_spans(&remove(read, &blocks_in(read, stride, start, end)))
+            .iter()
+            .map(|(a, b)| b - a)
+            .sum()
+    };
+    // Every stride and pair of ends tried over the first few blocks; the best of them then over
+    // all blocks read. A block's end moved into the log may change bytes inside a message only
+    // (no frame or message shows it): the more blocks read, the fewer such ends stay as good.
+    let mut ends: Vec<(u64, u64, u64, u64)> = Vec::new();
+    let try_ends = |ends: &mut Vec<(u64, u64, u64, u64)>, stride: u64, lo: u64, hi: u64| {
+        // Pairs of ends in the stretch, those nearest its ends first, as far as the budget. A pair
+        // that reads clean ends the search once every pair as far moved is read (moving both ends
+        // one way, into the log's bytes that frame no message, reads as clean).
+        let reach = (hi - lo).min(MAX_END_MOVE);
+        for moved in 0..=2 * reach {
+            for from_start in 0..=moved.min(reach) {
+                let from_end = moved - from_start;
+                let (start, Some(end)) = (lo + from_start, hi.checked_sub(from_end)) else {
+                    continue;
+                };
+                if from_end > reach || start >= end || ends.len() >= MAX_READS {
+                    continue;
+                }
+                let left = corrupt_bytes(stride, start, end, probed_blocks(stride));
+                ends.push((left, stride, start, end));
+            }
+            if ends.iter().any(|e| e.0 == 0) || ends.len() >= MAX_READS {
+                return;
+            }
+        }
+    };
+    let likeliest = &places[..places.len().min(STRIDES_TRIED)];
+    for &(_, stride, lo, hi) in likeliest {
+        if !ends.iter().any(|e| e.0 == 0) {
+            try_ends(&mut ends, stride, lo, hi);
+        }
+    }
+    // When no pair of ends reads clean, the stretches a tenth of the spans may miss.
+    if ends.iter().all(|e| e.0 > 0) {
+        for &(_, stride, ..) in likeliest {
+            if let Some((_, _, lo, hi)) = best_place(&spans, stride, cut, true) {
+                try_ends(&mut ends, stride, lo, hi);
+            }
+        }
+    }
+    let fewest = |ends: &[(u64, u64, u64, u64)]| ends.iter().map(|e| e.0).min();
+    let least = fewest(&ends);
+    ends.retain(|e| Some(e.0) == least);
+    ends.truncate(MAX_ENDS_READ);
+    for e in &mut ends {
+        e.0 = corrupt_bytes(e.1, e.2, e.3, u64::MAX);
+    }
+    let least = fewest(&ends);
+    ends.into_iter()
+        .filter(|e| Some(e.0) == least)
+        .map(|(_, stride, start, end)| blocks_in(data, stride, start, end))
+        .filter(|blocks| {
+            let last_end = blocks.first + (blocks.count.max(1) - 1) * blocks.stride + blocks.length;
+            let whole_file = (data.len() as u64).saturating_sub(last_end) < blocks.stride;
+            blocks.count >= MIN_REPEATS && whole_file
+        })
+        .take(TRIED)
+        .collect()
+}
+
+/// The strides at which blocks could have made the damage of `spans` (sorted): about the most
+/// frequent distances from each damage start to the next few, and their halves, thirds and
+/// quarters (damage of other causes may lie between two blocks).
+fn likely_strides(spans: &[(u64, u64)]) -> std::collections::BTreeSet<u64> {
+    let mut bins = std::collections::HashMap::<u64, u32>::new();
+    for (i, &(start, _)) in spans.iter().enumerate() {
+        for &(later, _) in spans.iter().skip(i + 1).take(4) {
+            let gap = later - start;
+            if (MIN_STRIDE as u64..=MAX_STRIDE as u64).contains(&gap) {
+                *bins.entry(gap / GAP_BIN).or_default() += 1;
+            }
+        }
+    }
+    let mut bins: Vec<(u64, u32)> = bins.into_iter().collect();
+    bins.sort_by_key(|&(bin, count)| (std::cmp::Reverse(count), bin));
+    bins.iter()
+        .take(GAP_BINS_TRIED)
+        .flat_map(|&(bin, _)| {
+            (1..=MAX_MULTIPLE).flat_map(move |times| {
+                let from = ((bin * GAP_BIN) / times).saturating_sub(GAP_REACH);
+                let to = ((bin + 1) * GAP_BIN) / times + GAP_REACH;
+                from.max(MIN_STRIDE as u64)..=to.min(MAX_STRIDE as u64)
+            })
+        })
+        .collect()
+}
+
+/// Where in `stride` a block lies inside the most `spans` (each shorter than the stride): how
+/// many, the stride, and the stretch `lo..hi` (offsets in the file) of the first block from the
+/// first span that lies inside all of them (`tolerant`: nine in ten); when nine in ten of the
+/// places at that stride from there to `cut` do, and at least [`MIN_INFERRED`].
+fn best_place(
+    spans: &[(u64, u64)],
+    stride: u64,
+    cut: u64,
+    tolerant: bool,
+) -> Option<(u64, u64, u64, u64)> {
+    // Where a block's first byte may lie in the stride, for each span: a circular stretch.
+    let mut events: Vec<(u64, i32)> = Vec::with_capacity(spans.len() * 4);
+    for &(start, end) in spans.iter().filter(|&&(a, b)| b - a < stride) {
+        let (from, to) = (start % stride, (end - 1) % stride);
+        if from <= to {
+            events.extend([(from, 1), (to + 1, -1)]);
+        } else {
+            events.extend([(from, 1), (stride, -1), (0, 1), (to + 1, -1)]);
+        }
+    }
+    events.sort_unstable();
+    // The stretches of the stride inside at least `least` spans; one that runs to the end of the
+    // stride goes on from its start.
+    let stretches = |least: i32| {
+        let mut inside = 0;
+        let mut found: Vec<std::ops::Range<u64>> = Vec::new();
+        for (i, &(at, change)) in events.iter().enumerate() {
+            inside += change;
+            let next = events.get(i + 1).map_or(stride, |e| e.0);
+            if inside >= least && next > at {
+                match found.last_mut() {
+                    Some(last) if last.end == at => last.end = next,
+                    _ => found.push(at..next),
+                }
+            }
+        }
+        found
+    };
+    let mut inside = 0;
+    let most = events
+        .iter()
+        .map(|&(_, change)| {
+            inside += change;
+            inside
+        })
+        .max()?;
+    // Tolerant, one span in ten may end inside a block (a reading can find its step again in
+    // foreign bytes) or start after its first byte.
+    let mut found = stretches(if tolerant { most - most / 10 } else { most });
+    if found.len() > 1 && found[0].start == 0 && found[found.len() - 1].end == stride {
+        let wrapped = found.remove(0);
+        if let Some(last) = found.last_mut() {
+            last.end = stride + wrapped.end;
+        }
+    }
+    let place = found.into_iter().max_by_key(|r| r.end - r.start)?;
+    let first_span = spans.first()?.0;
+    let first = first_span + (place.start + stride - first_span % stride) % stride;
+    let place = place.start..place.end;
+    let places = cut.saturating_sub(first + NEAR) / stride + 1;
+    let inside = most as u64;
+    // `place` holds the block's possible first bytes, and the spans' common end is one past it.
+    (inside >= MIN_INFERRED && inside * 10 >= places * 9)
+        .then(|| (inside, stride, first, first + (place.end - place.start)))
 }
 
 /// The bytes of `data` without the blocks.
@@ -216,7 +478,7 @@ fn extend(data: &[u8], at: usize, stride: usize) -> Option<Insertions> {
         stride: stride as u64,
         length: len as u64,
         count: count as u64,
-        bytes: block.iter().map(|b| format!("{b:02x}")).collect(),
+        bytes: Some(block.iter().map(|b| format!("{b:02x}")).collect()),
         input_size: data.len() as u64,
     })
 }
@@ -258,7 +520,7 @@ mod tests {
             (best.first, best.stride, best.length, best.count),
             (2048, 2051, 3, 14)
         );
-        assert_eq!(best.bytes, "000800");
+        assert_eq!(best.bytes.as_deref(), Some("000800"));
         assert_eq!(remove(&copy, best), log);
         assert_eq!(
             removal_points(best).take(2).collect::<Vec<_>>(),
@@ -292,6 +554,72 @@ mod tests {
         // A log that reads clean is left as it is; so is one that reads no better without them.
         assert!(restore(&copy, |_| Vec::new()).is_none());
         assert!(restore(&copy, |d| vec![(0, d.len() as u64)]).is_none());
+    }
+
+    /// A log of 12-byte frames, each starting with `A5`, read as a decoder would: where a frame
+    /// is not followed by the next one, a corrupt span runs to the next two that follow each other.
+    fn framed_log(frames: usize) -> Vec<u8> {
+        let noise = log(frames * 11);
+        noise
+            .chunks(11)
+            .flat_map(|payload| {
+                std::iter::once(0xA5).chain(payload.iter().map(|&b| if b == 0xA5 { 0 } else { b }))
+            })
+            .collect()
+    }
+
+    fn framed_spans(data: &[u8]) -> Vec<(u64, u64)> {
+        let frame_at = |i: usize| {
+            data.get(i) == Some(&0xA5) && (i + 12 == data.len() || data.get(i + 12) == Some(&0xA5))
+        };
+        let (mut spans, mut i) = (Vec::new(), 0);
+        while i + 12 <= data.len() {
+            if frame_at(i) {
+                i += 12;
+                continue;
+            }
+            let start = i;
+            while i + 12 <= data.len() && !frame_at(i) {
+                i += 1;
+            }
+            spans.push((start as u64, i as u64));
+        }
+        spans
+    }
+
+    #[test]
+    fn blocks_of_differing_bytes_are_found_from_the_damage_they_do() {
+        let log = framed_log(4000);
+        assert!(framed_spans(&log).is_empty());
+        // A 20-byte block of other bytes after every 1001 bytes of the log: inside frames, at
+        // every place in them, and between two.
+        let mut copy = Vec::new();
+        for (i, chunk) in log.chunks(1001).enumerate() {
+            if i > 0 {
+                copy.extend((0..20).map(|b| (i * 31 + b * 7) as u8 | 1));
+            }
+            copy.extend_from_slice(chunk);
+        }
+        let found = infer(&copy, &framed_spans);
+        let best = &found[0];
+        assert_eq!(
+            (
+                best.first,
+                best.stride,
+                best.length,
+                best.count,
+                &best.bytes
+            ),
+            (1001, 1021, 20, 47, &None)
+        );
+        let (restored, blocks) = restore(&copy, framed_spans).unwrap();
+        assert_eq!((restored, blocks), (log.clone(), best.clone()));
+        // Damage at no stride is no block.
+        let mut scattered = log.clone();
+        for at in [700, 2900, 3100, 9000, 20_000, 31_000] {
+            scattered[at] ^= 0x5A;
+        }
+        assert!(infer(&scattered, &framed_spans).is_empty());
     }
 
     #[test]

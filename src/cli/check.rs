@@ -601,7 +601,10 @@ fn write_text_mode_copy(out: &mut impl Write, report: &FileReport) -> io::Result
              removed; offsets are the log's without them",
             blocks.count,
             blocks.length,
-            shortened(&blocks.bytes),
+            blocks
+                .bytes
+                .as_deref()
+                .map_or_else(|| "bytes differing".to_string(), shortened),
             blocks.stride,
             blocks.first,
             blocks.input_size
