@@ -218,12 +218,25 @@ const ADJUSTMENT_FUNCTIONS: [&str; 21] = [
 /// GPS points with fewer satellites than this stay out of the GPX track.
 pub const MIN_GPX_SATELLITES: i64 = 5;
 
-/// The start of a GPX file, written before its first point.
-pub const GPX_PREAMBLE: &str = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+/// The start of a GPX file as Betaflight's tool writes it, before its first point.
+const GPX_PREAMBLE: &str = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
 <gpx creator=\"Blackbox flight data recorder\" version=\"1.1\" xmlns=\"http://www.topografix.com/GPX/1/1\" \
 xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" \
 xsi:schemaLocation=\"http://www.topografix.com/GPX/1/1 http://www.topografix.com/GPX/1/1/gpx.xsd\">\n\
 <metadata><name>Blackbox flight log</name></metadata>\n\
+<trk><name>Blackbox flight log</name><trkseg>\n";
+
+/// The same as INAV's tool (version 9.0.0) writes it: its creator line names the tool, and its
+/// metadata links to it.
+const INAV_GPX_PREAMBLE: &str = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+<gpx creator=\"blackbox_decode v9.0.0 INAV 1918a75\" version=\"1.1\" xmlns=\"http://www.topografix.com/GPX/1/1\" \
+xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" \
+xsi:schemaLocation=\"http://www.topografix.com/GPX/1/1 http://www.topografix.com/GPX/1/1/gpx.xsd\">\n\
+<metadata><name>Blackbox flight log</name>\n \
+<link href=\"https://github.com/iNavFlight/blackbox-tools\">\n \
+<text>INAV Blackbox Tools</text>\n \
+</link>\n\
+</metadata>\n\
 <trk><name>Blackbox flight log</name><trkseg>\n";
 
 /// The end of a GPX file, after its last point.
@@ -386,6 +399,45 @@ impl StartTime {
     }
 }
 
+/// INAV's tool (`get_utc_time`): `Log start datetime` in microseconds since 1970, read at fixed
+/// places: the year's last two digits at byte 2 (as 20xx), month, day, hour and minute after it,
+/// seconds with their fraction at byte 17, then the first signed offset after them, in hours and
+/// (after a colon) minutes, taken off. The fraction's microseconds are truncated from its binary
+/// value, as C does.
+fn inav_log_start(text: &str) -> i64 {
+    const LIMIT: i64 = 1 << 31;
+    let from = |at: usize| text.get(at..).unwrap_or("");
+    let int = |at: usize| leading_int(from(at)).clamp(-LIMIT, LIMIT);
+    let seconds_text = from(17);
+    let number_len = seconds_text
+        .char_indices()
+        .take_while(|&(i, c)| c.is_ascii_digit() || c == '.' || (i == 0 && (c == '-' || c == '+')))
+        .count();
+    let seconds: f64 = seconds_text[..number_len].parse().unwrap_or(0.0);
+    let seconds = seconds.clamp(-LIMIT as f64, LIMIT as f64);
+    let rest = &seconds_text[number_len..];
+    let offset_minutes = rest.find(['+', '-']).map_or(0, |at| {
+        let zone = &rest[at..];
+        let hours = leading_int(zone).clamp(-LIMIT, LIMIT);
+        let digits = zone[1..].chars().take_while(char::is_ascii_digit).count();
+        let minutes = match zone[1 + digits..].strip_prefix(':') {
+            Some(m) => leading_int(m).clamp(-LIMIT, LIMIT),
+            None => 0,
+        };
+        hours * 60 + minutes
+    });
+    let time = StartTime {
+        year: 2000 + int(2),
+        month: int(5),
+        day: int(8),
+        hour: int(11),
+        minute: int(14),
+        second: seconds.trunc() as i64,
+    };
+    let micros = ((seconds - seconds.trunc()) * 1e6) as i64;
+    (time.unix_seconds() - offset_minutes * 60) * 1_000_000 + micros
+}
+
 /// Days since 1970-01-01 of a proleptic Gregorian date.
 fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     let y = if month <= 2 { year - 1 } else { year };
@@ -422,45 +474,18 @@ fn leading_int(text: &str) -> i64 {
 }
 
 /// What the C decoder keeps from one session to the next in the same file.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 struct Carry {
     meter: CurrentMeter,
     /// Betaflight's tool: `Log start datetime` as seconds since 1970 (0 until a header gives it).
     date_time: i64,
     /// Betaflight's tool: the version word of `Firmware revision` (empty when not Betaflight).
     fc_version: String,
-    /// INAV's tool: the broken-down `Log start datetime`.
-    start_time: StartTime,
+    /// INAV's tool: `Log start datetime` in microseconds since 1970 (see [`inav_log_start`]).
+    inav_start: i64,
     /// Indices of flightModeFlags, stateFlags and failsafePhase among the slow fields; never
     /// reset, and 0 before any header names them.
     slow_flags: [usize; 3],
-    /// INAV's overlay columns and what they are computed from.
-    nav_state: i64,
-    flight_mode_flags: i64,
-    failsafe_flags: i64,
-    rssi_percent: u32,
-    throttle_percent: u32,
-}
-
-impl Default for Carry {
-    fn default() -> Carry {
-        Carry {
-            meter: CurrentMeter::default(),
-            date_time: 0,
-            fc_version: String::new(),
-            start_time: StartTime {
-                year: 1900,
-                month: 1,
-                ..StartTime::default()
-            },
-            slow_flags: [0; 3],
-            nav_state: 0,
-            flight_mode_flags: 0,
-            failsafe_flags: 0,
-            rssi_percent: 0,
-            throttle_percent: 0,
-        }
-    }
 }
 
 /// The column layout of one session.
@@ -470,10 +495,12 @@ struct Layout {
     main_names: Vec<String>,
     main: Vec<MainColumn>,
     amperage: Option<usize>,
-    rssi: Option<usize>,
-    motor0: Option<usize>,
-    nav_state: Option<usize>,
+    /// Between two columns: `, ` (Betaflight's tool) or `,` (INAV's).
+    separator: &'static [u8],
     slow_names: Vec<String>,
+    /// INAV's tool: the slow field holding the flight modes past the first 32
+    /// (`flightModeFlags2`), which it writes as part of `flightModeFlags`.
+    slow_modes_high: Option<usize>,
     slow_signed: Vec<bool>,
     gps_names: Vec<String>,
     gps: Vec<GpsColumn>,
@@ -483,6 +510,8 @@ struct Layout {
     gps_lon: Option<usize>,
     gps_altitude: Option<usize>,
     gps_sats: Option<usize>,
+    home_lat: Option<usize>,
+    home_lon: Option<usize>,
     /// Milliamps from an amperage ADC reading: the header's `currentMeter` offset and scale.
     current_offset: i64,
     current_scale: i64,
@@ -547,6 +576,7 @@ impl Layout {
         let main_names = names(FrameKind::I);
         let slow_names = names(FrameKind::S);
         let gps_names = names(FrameKind::G);
+        let home_names = names(FrameKind::H);
         let slow_signed = header
             .def(FrameKind::S)
             .map_or_else(Vec::new, |d| d.fields.iter().map(|f| f.signed).collect());
@@ -636,9 +666,8 @@ impl Layout {
             (true, false) => InavModes::Legacy,
         };
         if let Some(v) = header.get("Log start datetime") {
-            let start = StartTime::parse(v);
-            carry.date_time = start.unix_seconds();
-            carry.start_time = start;
+            carry.date_time = StartTime::parse(v).unix_seconds();
+            carry.inav_start = inav_log_start(v);
         }
         if header.get("Firmware revision").is_some() {
             let mut words = revision.split(' ').filter(|w| !w.is_empty());
@@ -656,15 +685,16 @@ impl Layout {
             flavour,
             main,
             amperage,
-            rssi: last_index(&main_names, &["rssi"]),
-            motor0: last_index(&main_names, &["motor[0]"]),
-            nav_state: last_index(&main_names, &["navState"]),
+            separator: if inav { b"," } else { b", " },
+            slow_modes_high: last_index(&slow_names, &["flightModeFlags2"]).filter(|_| inav),
             main_names,
             slow_signed,
             slow_names,
             gps,
             gps_time: last_index(&gps_names, &["time"]),
             gps_speed: last_index(&gps_names, &["GPS_speed"]),
+            home_lat: last_index(&home_names, &["GPS_home[0]"]),
+            home_lon: last_index(&home_names, &["GPS_home[1]"]),
             gps_lat: last_index(&gps_names, &["GPS_coord[0]"]),
             gps_lon: last_index(&gps_names, &["GPS_coord[1]"]),
             gps_altitude: last_index(&gps_names, &["GPS_altitude"]),
@@ -843,6 +873,11 @@ pub struct ReferenceCsv {
     slow_text_stale: bool,
     /// Room for one row's main columns, reused.
     cells: Vec<u8>,
+    /// INAV's tool: the home position of the session's last H frame (GPS_home[0], GPS_home[1]).
+    home: Option<(i64, i64)>,
+    /// INAV's tool: the log start less the session's first time written in a CSV file, from which
+    /// GPX times count.
+    gps_start: Option<i64>,
 }
 
 impl ReferenceCsv {
@@ -859,6 +894,12 @@ impl ReferenceCsv {
         let data_start = (header.data_start as usize).clamp(bounds.start, bounds.end);
         let data = &file[data_start..bounds.end];
         let layout = Layout::new(header, &mut self.carry);
+        // INAV's tool starts each session's current meter from nothing; Betaflight's carries on.
+        if layout.flavour == Flavour::Inav {
+            self.carry.meter = CurrentMeter::default();
+        }
+        self.home = None;
+        self.gps_start = None;
         self.slow = vec![0; layout.slow_names.len()];
         self.slow_text_stale = true;
         // The main columns and energyCumulative.
@@ -884,9 +925,10 @@ impl ReferenceCsv {
         let Some(layout) = self.layout() else {
             return;
         };
+        let sep = layout.separator;
         for (i, (name, column)) in layout.main_names.iter().zip(&layout.main).enumerate() {
             if i > 0 {
-                out.extend_from_slice(b", ");
+                out.extend_from_slice(sep);
             }
             out.extend_from_slice(name.as_bytes());
             if let Some(unit) = column.unit() {
@@ -894,19 +936,18 @@ impl ReferenceCsv {
             }
         }
         if layout.amperage.is_some() {
-            out.extend_from_slice(b", energyCumulative (mAh)");
+            out.extend_from_slice(sep);
+            out.extend_from_slice(b"energyCumulative (mAh)");
         }
-        if !layout.slow_names.is_empty() {
-            for (i, name) in layout.slow_names.iter().enumerate() {
-                out.extend_from_slice(b", ");
-                out.extend_from_slice(name.as_bytes());
-                if self.slow_flag(i).is_some() {
-                    out.extend_from_slice(b" (flags)");
-                }
+        for (i, name) in layout.slow_names.iter().enumerate() {
+            if Some(i) == layout.slow_modes_high {
+                continue;
             }
-        }
-        if layout.flavour == Flavour::Inav {
-            out.extend_from_slice(b", simplifiedMode, rssi (%), Throttle (%)");
+            out.extend_from_slice(sep);
+            out.extend_from_slice(name.as_bytes());
+            if self.slow_flag(i).is_some() {
+                out.extend_from_slice(b" (flags)");
+            }
         }
         out.push(b'\n');
     }
@@ -921,6 +962,13 @@ impl ReferenceCsv {
     /// Note the clock wrap a frame's 64-bit time shows.
     fn note_time(&mut self, time: u64) {
         self.rollover = (time & !0xFFFF_FFFF) as i64;
+    }
+
+    /// Note a time written in a CSV file: INAV's tool counts GPX times from the session's first.
+    fn note_time_written(&mut self, time: i64) {
+        if self.gps_start.is_none() {
+            self.gps_start = Some(self.carry.inav_start.wrapping_sub(time));
+        }
     }
 
     /// One CSV row (with its line feed) for an accepted I or P frame.
@@ -940,32 +988,25 @@ impl ReferenceCsv {
         if let Some(t) = time {
             self.last_frame_time = t as i64;
             self.note_time(t);
+            self.note_time_written(t as i64);
         }
         let Some(layout) = self.layout.as_ref() else {
             return;
         };
-        let inav = layout.flavour == Flavour::Inav;
-        if inav {
-            let value = |i: Option<usize>| i.and_then(|i| frame.values.get(i).copied());
-            if let Some(v) = value(layout.nav_state) {
-                self.carry.nav_state = v;
-            }
-            if let Some(v) = value(layout.rssi) {
-                self.carry.rssi_percent = (100 * v / 1023) as u32;
-            }
-            if let Some(v) = value(layout.motor0) {
-                self.carry.throttle_percent = (v / 10 - 100) as u32;
-            }
-        }
         // Each column is written with the separator before it into `cells`, which has room for
         // the widest value of every column and energyCumulative; the first separator is left out
         // of the row.
+        let sep = layout.separator;
         let cells = self.cells.as_mut_slice();
         let mut at = 0;
         for (&column, &v) in layout.main.iter().zip(frame.values) {
-            cells[at..at + 2].copy_from_slice(b", ");
-            at += 2;
+            cells[at..at + sep.len()].copy_from_slice(sep);
+            at += sep.len();
             at = match column {
+                // INAV's tool writes the 64-bit value as it is, unpadded.
+                MainColumn::Signed | MainColumn::Unsigned if layout.flavour == Flavour::Inav => {
+                    put_int(cells, at, v, 0)
+                }
                 MainColumn::Signed => put_int(cells, at, i64::from(v as i32), 3),
                 MainColumn::Unsigned => put_int(cells, at, i64::from(v as u32), 3),
                 MainColumn::Time => put_int(cells, at, time.map_or(v, |t| t as i64), 0),
@@ -997,32 +1038,15 @@ impl ReferenceCsv {
             };
         }
         if layout.amperage.is_some() {
-            cells[at..at + 2].copy_from_slice(b", ");
-            at = put_int(cells, at + 2, self.carry.meter.rounded().into(), 0);
+            cells[at..at + sep.len()].copy_from_slice(sep);
+            at = put_int(cells, at + sep.len(), self.carry.meter.rounded().into(), 0);
         }
-        out.extend_from_slice(cells.get(2..at).unwrap_or_default());
+        out.extend_from_slice(cells.get(sep.len()..at).unwrap_or_default());
         if !layout.slow_names.is_empty() {
             if self.slow_text_stale {
                 self.write_slow_text();
             }
             out.extend_from_slice(&self.slow_text);
-            if inav {
-                let flag = |slot: usize| self.slow.get(self.carry.slow_flags[slot]).copied();
-                if let Some(v) = flag(0) {
-                    self.carry.flight_mode_flags = v;
-                }
-                if let Some(v) = flag(2) {
-                    self.carry.failsafe_flags = v;
-                }
-            }
-        }
-        if inav {
-            out.extend_from_slice(b", ");
-            out.extend_from_slice(self.simplified_mode().as_bytes());
-            out.extend_from_slice(b", ");
-            write_int(out, self.carry.rssi_percent);
-            out.extend_from_slice(b", ");
-            write_int(out, self.carry.throttle_percent);
         }
         out.push(b'\n');
     }
@@ -1036,9 +1060,18 @@ impl ReferenceCsv {
         let Some(layout) = self.layout.as_ref() else {
             return;
         };
+        let high_modes = layout.slow_modes_high.and_then(|i| self.slow.get(i));
         for (i, &v) in self.slow.iter().enumerate() {
-            out.extend_from_slice(b", ");
+            if Some(i) == layout.slow_modes_high {
+                continue;
+            }
+            out.extend_from_slice(layout.separator);
             let flag = self.carry.slow_flags.iter().position(|&f| f == i);
+            // INAV's tool: the modes past the first 32 above those of `flightModeFlags`.
+            let v = match (flag, high_modes) {
+                (Some(0), Some(&high)) => v | high << 32,
+                _ => v,
+            };
             match (layout.flavour, flag) {
                 (Flavour::Betaflight, Some(0)) => {
                     write_flags(out, u64::from(v as u32), &BF_FLIGHT_MODES)
@@ -1067,67 +1100,44 @@ impl ReferenceCsv {
         }
     }
 
-    /// INAV's one-word summary of the flight mode.
-    fn simplified_mode(&self) -> &'static str {
-        const ANGLE: i64 = 1 << 1;
-        const HORIZON: i64 = 1 << 2;
-        const ALTHOLD: i64 = 1 << 3;
-        const RTH: i64 = 1 << 8;
-        const POSHOLD: i64 = 1 << 9;
-        const MANUAL: i64 = 1 << 10;
-        const WAYPOINT: i64 = 1 << 19;
-        let c = &self.carry;
-        let mode = |mask| c.flight_mode_flags & mask != 0;
-        let cruise = matches!(c.nav_state, 30 | 31 | 33 | 34);
-        if c.failsafe_flags != 0 {
-            "!FS!"
-        } else if mode(MANUAL) {
-            "MANU"
-        } else if mode(RTH) {
-            "RTH "
-        } else if mode(POSHOLD) && mode(ALTHOLD) {
-            "A+PH"
-        } else if cruise && mode(ALTHOLD) {
-            "3CRS"
-        } else if cruise {
-            "CRS "
-        } else if mode(POSHOLD) {
-            " PH "
-        } else if mode(ALTHOLD) {
-            " AH "
-        } else if mode(WAYPOINT) {
-            " WP "
-        } else if mode(ANGLE) {
-            "ANGL"
-        } else if mode(HORIZON) {
-            "HOR "
-        } else {
-            "ACRO"
+    /// Keep the home position of an accepted H frame for the GPS rows that follow.
+    pub fn home_frame(&mut self, frame: &Frame<'_>) {
+        let Some(layout) = self.layout() else {
+            return;
+        };
+        let field = |i: Option<usize>| i.and_then(|i| frame.values.get(i).copied());
+        if let (Some(lat), Some(lon)) = (field(layout.home_lat), field(layout.home_lon)) {
+            self.home = Some((lat, lon));
         }
     }
 
-    /// The GPS CSV header line (with its line feed).
+    /// The start of the session's GPX file, before its first point.
+    pub fn gpx_preamble(&self) -> &'static str {
+        match self.layout().map(|l| l.flavour) {
+            Some(Flavour::Inav) => INAV_GPX_PREAMBLE,
+            _ => GPX_PREAMBLE,
+        }
+    }
+
+    /// The GPS CSV header line (with its line feed). INAV's tool adds the home position.
     pub fn write_gps_header(&self, out: &mut Vec<u8>) {
         let Some(layout) = self.layout() else {
             return;
         };
-        out.extend_from_slice(match layout.flavour {
-            Flavour::Betaflight => b"time (us), ",
-            Flavour::Inav => b"time (us),",
-        });
-        let mut first = true;
+        let sep = layout.separator;
+        out.extend_from_slice(b"time (us)");
         for (i, name) in layout.gps_names.iter().enumerate() {
             if name == "time" {
                 continue;
             }
-            if !first {
-                out.extend_from_slice(b", ");
-            }
-            first = false;
+            out.extend_from_slice(sep);
             out.extend_from_slice(name.as_bytes());
             if Some(i) == layout.gps_speed {
                 out.extend_from_slice(b" (m/s)");
             }
+        }
+        if layout.flavour == Flavour::Inav {
+            out.extend_from_slice(b",GPS_home_lat,GPS_home_lon");
         }
         out.push(b'\n');
     }
@@ -1147,26 +1157,30 @@ impl ReferenceCsv {
     /// One GPS CSV row (with its line feed) for an accepted G frame.
     pub fn write_gps_row(&mut self, out: &mut Vec<u8>, frame: &Frame<'_>) {
         let time = self.gps_time(frame);
+        self.note_time_written(time);
         let Some(layout) = self.layout() else {
             return;
         };
         write_int(out, time);
-        out.extend_from_slice(b", ");
-        let mut first = true;
         for (i, (&column, &v)) in layout.gps.iter().zip(frame.values).enumerate() {
             if Some(i) == layout.gps_time {
                 continue;
             }
-            if !first {
-                out.extend_from_slice(b", ");
-            }
-            first = false;
+            out.extend_from_slice(layout.separator);
             match column {
                 GpsColumn::Integer => write_int(out, v),
                 GpsColumn::Coordinate => write_coordinate(out, v),
                 GpsColumn::Course => write_fixed(out, v, 10, 1),
                 GpsColumn::Speed => write_fixed(out, v, 100, 2),
             }
+        }
+        if layout.flavour == Flavour::Inav {
+            // 0.0000000 for both until the session's first home frame.
+            let (lat, lon) = self.home.unwrap_or((0, 0));
+            out.push(b',');
+            write_coordinate(out, lat);
+            out.push(b',');
+            write_coordinate(out, lon);
         }
         out.push(b'\n');
     }
@@ -1204,32 +1218,30 @@ impl ReferenceCsv {
         }
         out.extend_from_slice(b"</ele>");
         if time != -1 {
-            let (year, month, day, seconds, micros) = match layout.flavour {
+            let (at, micros) = match layout.flavour {
                 // Betaflight's tool: the log start date plus whole seconds, as UTC.
-                Flavour::Betaflight => {
-                    let at = self.carry.date_time + i64::from((time / 1_000_000) as u32);
-                    let (y, m, d) = civil_from_days(at.div_euclid(86_400));
-                    (y, m, d, at.rem_euclid(86_400), (time % 1_000_000) as u32)
-                }
-                // INAV's tool: the start's time of day plus the flight time, on the start's date
-                // (hours past 23 are printed as they are).
+                Flavour::Betaflight => (
+                    self.carry.date_time + i64::from((time / 1_000_000) as u32),
+                    (time % 1_000_000) as i32,
+                ),
+                // INAV's tool: the log start plus the time since the session's first time
+                // written (C's division and remainder, toward zero).
                 Flavour::Inav => {
-                    let s = &self.carry.start_time;
-                    let start = s.hour * 3600 + s.minute * 60 + s.second;
-                    let total = time.wrapping_add(start.wrapping_mul(1_000_000));
-                    let secs = i64::from((total / 1_000_000) as u32);
-                    (s.year, s.month, s.day, secs, (total % 1_000_000) as u32)
+                    let since = self.gps_start.unwrap_or(-1).wrapping_add(time);
+                    (since / 1_000_000, (since % 1_000_000) as i32)
                 }
             };
+            let (year, month, day) = civil_from_days(at.div_euclid(86_400));
+            let seconds = at.rem_euclid(86_400);
             let _ = write!(
                 out,
                 "<time>{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z</time>",
                 year as u32,
                 month as u32,
                 day as u32,
-                (seconds / 3600) as u32,
-                (seconds / 60 % 60) as u32,
-                (seconds % 60) as u32,
+                seconds / 3600,
+                seconds / 60 % 60,
+                seconds % 60,
                 micros
             );
         }

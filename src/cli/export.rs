@@ -576,7 +576,8 @@ impl Sink for CsvSink {
             FrameKind::G => {
                 self.line.clear();
                 if self.reference.write_gpx_point(&mut self.line, frame) {
-                    self.append(|f| &mut f.gpx, ".gps.gpx", csv::GPX_PREAMBLE.as_bytes());
+                    let preamble = self.reference.gpx_preamble();
+                    self.append(|f| &mut f.gpx, ".gps.gpx", preamble.as_bytes());
                 }
                 let mut header = Vec::new();
                 if self.session.as_ref().is_some_and(|f| f.gps.is_none()) {
@@ -586,7 +587,8 @@ impl Sink for CsvSink {
                 self.reference.write_gps_row(&mut self.line, frame);
                 self.append(|f| &mut f.gps, ".gps.csv", &header);
             }
-            FrameKind::H | FrameKind::E => {}
+            FrameKind::H => self.reference.home_frame(frame),
+            FrameKind::E => {}
         }
     }
 
