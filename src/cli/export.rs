@@ -52,6 +52,10 @@ pub struct Args {
     /// DataFlash: export only these message types (comma-separated names, e.g. `ATT,GPS`).
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     types: Option<Vec<String>>,
+    /// Blackbox: export only this session (1-based), as `blackbox_decode --index N` does (its
+    /// CSV's current meter starts from nothing).
+    #[arg(long, value_name = "N")]
+    session: Option<usize>,
 }
 
 impl Args {
@@ -94,6 +98,12 @@ fn run_dataflash(args: &Args, input: &input::Input) -> Result<u8, Error> {
 }
 
 fn export_dataflash(args: &Args, data: &[u8], reached: &AtomicU64) -> Result<u8, Error> {
+    if args.session.is_some() {
+        return Err(Error::Usage(format!(
+            "{}: --session applies to Blackbox logs; a DataFlash log is exported whole",
+            args.file.display()
+        )));
+    }
     let name = input::name(&args.file);
     let selection = crate::dataflash::csv::Selection {
         keep: args.keep(),
@@ -194,6 +204,12 @@ pub fn run(args: &Args) -> Result<u8, Error> {
             args.file.display()
         )));
     }
+    if args.session == Some(0) {
+        return Err(Error::Usage(format!(
+            "{}: --session counts from 1",
+            args.file.display()
+        )));
+    }
     if !args.jsonl && args.output_dir.as_deref() == Some(Path::new("-")) {
         return Err(Error::Usage(format!(
             "{}: -o -: a Blackbox CSV export writes several files; name a directory",
@@ -206,35 +222,112 @@ pub fn run(args: &Args) -> Result<u8, Error> {
     let report = if args.jsonl {
         let stdout = io::stdout();
         input::bounded(&data, std::slice::from_ref(&reached), &bar, || {
-            write_jsonl(&name, &data, args.keep(), stdout.lock(), &reached)
+            write_jsonl_of(
+                &name,
+                &data,
+                args.keep(),
+                args.session,
+                stdout.lock(),
+                &reached,
+            )
         })
         .map_err(|e| Error::io(Path::new("<stdout>"), e))?
     } else {
         let (dir, stem) = csv_destination(args)?;
         let mut sink = input::Reached {
-            inner: CsvSink::new(dir, stem, args.keep()),
+            inner: OneSession::new(CsvSink::new(dir, stem, args.keep()), args.session),
             reached: &reached,
         };
         let report = input::bounded(&data, std::slice::from_ref(&reached), &bar, || {
             blackbox::decode(
                 &name,
                 &data,
-                |session, sink: &mut input::Reached<CsvSink>| {
-                    sink.inner.start_session(session, &data)
+                |session, sink: &mut input::Reached<OneSession<CsvSink>>| {
+                    if sink.inner.start(session) {
+                        sink.inner.inner.start_session(session, &data);
+                    }
                 },
                 &mut sink,
             )
         });
-        sink.inner.finish_session();
-        if let Some(e) = sink.inner.error {
+        let csv = &mut sink.inner.inner;
+        csv.finish_session();
+        if let Some(e) = csv.error.take() {
             return Err(e);
         }
-        for file in sink.inner.done {
-            file.commit()?;
+        if no_such_session(args, &report).is_none() {
+            for file in std::mem::take(&mut csv.done) {
+                file.commit()?;
+            }
         }
         report
     };
-    Ok(exit_once_written(!report.is_clean(), args.fail_on_damage))
+    if let Some(e) = no_such_session(args, &report) {
+        return Err(e);
+    }
+    let damaged = report
+        .corrupt_spans
+        .iter()
+        .any(|s| args.session.is_none_or(|n| s.session == n));
+    Ok(exit_once_written(damaged, args.fail_on_damage))
+}
+
+/// The error of a `--session` the file does not have.
+fn no_such_session(args: &Args, report: &FileReport) -> Option<Error> {
+    let n = args.session?;
+    (n > report.sessions.len()).then(|| {
+        Error::Usage(format!(
+            "{}: there is no session {n} (the file has {})",
+            args.file.display(),
+            report.sessions.len()
+        ))
+    })
+}
+
+/// Passes on what one session decodes to (`--session N`; every session without it).
+struct OneSession<S> {
+    inner: S,
+    only: Option<usize>,
+    current: usize,
+}
+
+impl<S> OneSession<S> {
+    fn new(inner: S, only: Option<usize>) -> Self {
+        OneSession {
+            inner,
+            only,
+            current: 0,
+        }
+    }
+
+    /// Note the start of `session`; returns whether its frames are passed on.
+    fn start(&mut self, session: &Session) -> bool {
+        self.current = session.bounds.index;
+        self.passes()
+    }
+
+    fn passes(&self) -> bool {
+        self.only.is_none_or(|n| n == self.current)
+    }
+}
+
+impl<S: Sink> Sink for OneSession<S> {
+    fn frame(&mut self, frame: &Frame<'_>) {
+        if self.passes() {
+            self.inner.frame(frame);
+        }
+    }
+    fn event(&mut self, event: &EventFrame<'_>) {
+        if self.passes() {
+            self.inner.event(event);
+        }
+    }
+    fn searched(&mut self, offset: usize) {
+        self.inner.searched(offset);
+    }
+    fn started(&mut self, range: std::ops::Range<usize>) {
+        self.inner.started(range);
+    }
 }
 
 /// Decode `data` and write it as JSON Lines to `out`: per session a session record, then the
@@ -247,27 +340,43 @@ pub fn write_jsonl(
     out: impl Write,
     reached: &AtomicU64,
 ) -> io::Result<FileReport> {
+    write_jsonl_of(name, data, keep, None, out, reached)
+}
+
+/// [`write_jsonl`] of session `only` (1-based), or of every session.
+fn write_jsonl_of(
+    name: &str,
+    data: &[u8],
+    keep: Keep,
+    only: Option<usize>,
+    out: impl Write,
+    reached: &AtomicU64,
+) -> io::Result<FileReport> {
+    let jsonl = JsonlSink {
+        out: BufWriter::with_capacity(1 << 16, out),
+        line: Vec::with_capacity(4096),
+        session: 0,
+        keep,
+        error: None,
+    };
     let mut sink = input::Reached {
-        inner: JsonlSink {
-            out: BufWriter::with_capacity(1 << 16, out),
-            line: Vec::with_capacity(4096),
-            session: 0,
-            keep,
-            error: None,
-        },
+        inner: OneSession::new(jsonl, only),
         reached,
     };
     let report = blackbox::decode(
         name,
         data,
-        |session, sink: &mut input::Reached<JsonlSink<_>>| {
-            JsonlSink::start_session(session, &mut sink.inner)
+        |session, sink: &mut input::Reached<OneSession<JsonlSink<_>>>| {
+            if sink.inner.start(session) {
+                JsonlSink::start_session(session, &mut sink.inner.inner);
+            }
         },
         &mut sink,
     );
-    match sink.inner.error {
+    let jsonl = &mut sink.inner.inner;
+    match jsonl.error.take() {
         Some(e) => Err(e),
-        None => sink.inner.out.flush().map(|()| report),
+        None => jsonl.out.flush().map(|()| report),
     }
 }
 

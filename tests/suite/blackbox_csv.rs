@@ -88,7 +88,7 @@ fn stem(path: &Path) -> String {
 
 /// The main CSV header as the C decoder builds it: unit suffixes on the four fields it knows,
 /// energyCumulative after the main fields when there is a current sensor, then the slow fields
-/// with the three flag fields marked, then INAV's overlay columns.
+/// with the three flag fields marked (INAV: without `flightModeFlags2`).
 fn expected_header(session: &Session, inav: bool) -> String {
     let is = |name: &str, candidates: &[&str]| candidates.contains(&name);
     let vbat: &[&str] = if inav {
@@ -734,4 +734,99 @@ fn export_writes_the_files_blackbox_decode_writes_today() {
         "reference CSV: {files} tables, {rows} rows of the reference's all written alike; {extra} rows more"
     );
     assert!(files > 10, "the reference files were read");
+}
+
+#[test]
+fn one_session_is_exported_as_the_decoder_exports_one_log() {
+    // `--session N` writes session N alone, as `blackbox_decode --index N` does: the same
+    // records and rows as in the whole export, but for the current meter, which then starts from
+    // nothing. A session the file does not have is a usage error, and nothing is written.
+    let Some(corpus) = corpus() else { return };
+    let path = corpus.join("real/blackbox/betaflight-4.5.3-bucksaw-btfl_005.bbl");
+    let file = path.to_str().unwrap();
+    let whole = bbcheck(&["export", file, "--jsonl"]).stdout;
+    let second = bbcheck(&["export", file, "--jsonl", "--session", "2"]);
+    assert_eq!(second.status.code(), Some(0));
+    let of_second: Vec<&[u8]> = whole
+        .split(|&b| b == b'\n')
+        .filter(|l| l.windows(12).any(|w| w == b"\"session\":2,"))
+        .collect();
+    let lines: Vec<&[u8]> = second
+        .stdout
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .collect();
+    assert!(of_second.len() > 1000);
+    assert_eq!(lines, of_second);
+
+    let (all, one) = (TempDir::new("session-all"), TempDir::new("session-one"));
+    export_csv(&path, &all);
+    let out = bbcheck(&[
+        "export",
+        file,
+        "--csv",
+        "--session",
+        "2",
+        "-o",
+        one.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let stem = stem(&path);
+    let expected: Vec<String> = file_names(&all)
+        .into_iter()
+        .filter(|f| f.starts_with(&format!("{stem}.02.")))
+        .collect();
+    assert_eq!(file_names(&one), expected);
+    let read = |dir: &Path| std::fs::read_to_string(dir.join(format!("{stem}.02.csv"))).unwrap();
+    let (a, b) = (read(&all), read(&one));
+    let energy = a
+        .lines()
+        .next()
+        .unwrap()
+        .split(", ")
+        .position(|h| h == "energyCumulative (mAh)")
+        .unwrap();
+    let without_energy = |text: &str| -> Vec<String> {
+        text.lines()
+            .map(|l| {
+                let mut cells: Vec<&str> = l.split(',').collect();
+                cells.remove(energy);
+                cells.join(",")
+            })
+            .collect()
+    };
+    assert_eq!(without_energy(&a), without_energy(&b));
+    // The meter runs on from session 1 in the whole export; alone, session 2 starts from 0.
+    let first_energy = |text: &str| {
+        text.lines()
+            .nth(1)
+            .unwrap()
+            .split(',')
+            .nth(energy)
+            .unwrap()
+            .trim()
+            .to_owned()
+    };
+    assert_eq!(first_energy(&b), "0");
+    assert_ne!(first_energy(&a), "0");
+    for format in ["--jsonl", "--csv"] {
+        let none = TempDir::new("session-none");
+        let out = bbcheck(&[
+            "export",
+            file,
+            format,
+            "--session",
+            "4",
+            "-o",
+            none.to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{format}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("there is no session 4 (the file has 3)")
+        );
+        assert!(
+            out.stdout.is_empty() && file_names(&none).is_empty(),
+            "{format}"
+        );
+    }
 }
