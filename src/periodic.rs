@@ -99,7 +99,14 @@ pub fn restore(
             return Some(restored);
         }
     }
-    let candidates = infer(data, &corrupt_spans);
+    // A file no longer than the bytes `infer` reads first is read once for both.
+    if data.len() <= SEARCHED && before.is_none() {
+        before = Some(corrupt_spans(data));
+    }
+    let candidates = match &before {
+        Some(spans) if data.len() <= SEARCHED => infer_from(data, spans.clone(), &corrupt_spans),
+        _ => infer(data, &corrupt_spans),
+    };
     if candidates.is_empty() {
         return None;
     }
@@ -184,9 +191,19 @@ const MAX_ENDS_READ: usize = 16;
 /// over the whole file, as those of [`find`] do.
 pub fn infer(data: &[u8], corrupt_spans: &impl Fn(&[u8]) -> Vec<(u64, u64)>) -> Vec<Insertions> {
     let searched = &data[..data.len().min(SEARCHED)];
+    infer_from(data, corrupt_spans(searched), corrupt_spans)
+}
+
+/// [`infer`], given the corrupt spans of the first [`SEARCHED`] bytes.
+fn infer_from(
+    data: &[u8],
+    searched_spans: Vec<(u64, u64)>,
+    corrupt_spans: &impl Fn(&[u8]) -> Vec<(u64, u64)>,
+) -> Vec<Insertions> {
+    let searched = &data[..data.len().min(SEARCHED)];
     let cut = searched.len() as u64;
     // A span by the cut may be the cut's.
-    let mut spans: Vec<(u64, u64)> = corrupt_spans(searched)
+    let mut spans: Vec<(u64, u64)> = searched_spans
         .into_iter()
         .filter(|&(start, end)| start < end && end.saturating_add(NEAR) < cut)
         .collect();

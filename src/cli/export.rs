@@ -233,9 +233,10 @@ pub fn run(args: &Args) -> Result<u8, Error> {
         })
         .map_err(|e| Error::io(Path::new("<stdout>"), e))?
     } else {
+        let created = args.output_dir.as_deref().is_some_and(|d| !d.exists());
         let (dir, stem) = csv_destination(args)?;
         let mut sink = input::Reached {
-            inner: OneSession::new(CsvSink::new(dir, stem, args.keep()), args.session),
+            inner: OneSession::new(CsvSink::new(dir.clone(), stem, args.keep()), args.session),
             reached: &reached,
         };
         let report = input::bounded(&data, std::slice::from_ref(&reached), &bar, || {
@@ -259,6 +260,9 @@ pub fn run(args: &Args) -> Result<u8, Error> {
             for file in std::mem::take(&mut csv.done) {
                 file.commit()?;
             }
+        } else if created {
+            // Nothing to write: the directory made for it goes too (it is empty).
+            let _ = std::fs::remove_dir(&dir);
         }
         report
     };

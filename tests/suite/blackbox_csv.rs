@@ -811,6 +811,8 @@ fn one_session_is_exported_as_the_decoder_exports_one_log() {
     assert_ne!(first_energy(&a), "0");
     for format in ["--jsonl", "--csv"] {
         let none = TempDir::new("session-none");
+        // A directory `-o` would make is not left behind.
+        let made = none.join("made");
         let out = bbcheck(&[
             "export",
             file,
@@ -818,7 +820,7 @@ fn one_session_is_exported_as_the_decoder_exports_one_log() {
             "--session",
             "4",
             "-o",
-            none.to_str().unwrap(),
+            made.to_str().unwrap(),
         ]);
         assert_eq!(out.status.code(), Some(2), "{format}");
         assert!(
