@@ -123,7 +123,7 @@ pub fn dataflash_check(data: &[u8]) {
         panic!("byte accounting broken: {e}");
     }
     check_periodic(data, &report.file, |data| {
-        spans_of(&crate::dataflash::check("fuzz", data).file)
+        crate::dataflash::check("fuzz", data).file.corrupt_ranges()
     });
 }
 
@@ -252,16 +252,9 @@ pub fn blackbox_check(data: &[u8]) {
     if let Err(e) = report.check_accounting() {
         panic!("byte accounting broken: {e}");
     }
-    let spans = |data: &[u8]| spans_of(&blackbox::decode("fuzz", data, |_, _| {}, &mut Discard));
+    let spans =
+        |data: &[u8]| blackbox::decode("fuzz", data, |_, _| {}, &mut Discard).corrupt_ranges();
     check_periodic(data, &report, spans);
-}
-
-fn spans_of(report: &crate::report::FileReport) -> Vec<(u64, u64)> {
-    report
-        .corrupt_spans
-        .iter()
-        .map(|s| (s.start, s.end))
-        .collect()
 }
 
 /// Blocks at a stride in `data` (read by `corrupt_spans`; `report` when read whole), recurring or

@@ -49,6 +49,20 @@ pub struct Insertions {
     pub input_size: u64,
 }
 
+impl Insertions {
+    /// Whether the blocks run over a file of `size` bytes: the first within its first stride,
+    /// the last within its last.
+    fn cover(&self, size: u64) -> bool {
+        let last_end = self.first + self.count.saturating_sub(1) * self.stride + self.length;
+        self.first < self.stride && size.saturating_sub(last_end) < self.stride
+    }
+}
+
+/// Bytes in `spans`.
+fn span_bytes(spans: &[(u64, u64)]) -> u64 {
+    spans.iter().map(|(start, end)| end - start).sum()
+}
+
 /// Recurring blocks in `data`, most bytes first: each the same bytes at one stride, from within
 /// the first stride of the file to within the last, at least [`MIN_REPEATS`] times.
 pub fn find(data: &[u8]) -> Vec<Insertions> {
@@ -85,28 +99,26 @@ const NEAR: u64 = 256;
 /// `data` without the recurring blocks of [`find`] (or, when it finds none, of [`infer`]) that the log reads in step without: of the
 /// candidates whose blocks lie by corrupt spans, at least half of them, and without which a
 /// corrupt span is left near at most one in [`HEALED`] of the places they disturbed, the one
-/// that leaves the fewest corrupt bytes, fewer than with them. `corrupt_spans` reads a log and gives its corrupt spans. A log that reads clean as it
-/// is is never changed.
+/// that leaves the fewest corrupt bytes, fewer than with them. `corrupt_spans` reads a log and
+/// gives its corrupt spans. A log that reads clean as it is is never changed.
 pub fn restore(
     data: &[u8],
     corrupt_spans: impl Fn(&[u8]) -> Vec<(u64, u64)>,
 ) -> Option<(Vec<u8>, Insertions)> {
     let candidates = find(data);
-    let mut before = None;
-    if !candidates.is_empty() {
-        let spans = before.insert(corrupt_spans(data));
-        if let Some(restored) = best_without(data, candidates, spans, &corrupt_spans) {
-            return Some(restored);
-        }
-    }
     // A file no longer than the bytes `infer` reads first is read once for both.
-    if data.len() <= SEARCHED && before.is_none() {
-        before = Some(corrupt_spans(data));
+    let mut before =
+        (!candidates.is_empty() || data.len() <= SEARCHED).then(|| corrupt_spans(data));
+    if let Some(spans) = before.as_ref().filter(|_| !candidates.is_empty())
+        && let Some(restored) = best_without(data, candidates, spans, &corrupt_spans)
+    {
+        return Some(restored);
     }
-    let candidates = match &before {
-        Some(spans) if data.len() <= SEARCHED => infer_from(data, spans.clone(), &corrupt_spans),
-        _ => infer(data, &corrupt_spans),
+    let searched_spans = match &before {
+        Some(spans) if data.len() <= SEARCHED => spans.clone(),
+        _ => corrupt_spans(&data[..SEARCHED.min(data.len())]),
     };
+    let candidates = infer_from(data, searched_spans, &corrupt_spans);
     if candidates.is_empty() {
         return None;
     }
@@ -127,7 +139,6 @@ fn best_without(
             .iter()
             .any(|&(start, end)| start <= at + len + NEAR && at < end + NEAR)
     };
-    let bytes = |spans: &[(u64, u64)]| spans.iter().map(|(a, b)| b - a).sum::<u64>();
     let mut best: Option<(u64, Vec<u8>, Insertions)> = None;
     for blocks in candidates.into_iter().take(TRIED) {
         let disturbed = (0..blocks.count)
@@ -142,9 +153,9 @@ fn best_without(
         let still = removal_points(&blocks)
             .filter(|&at| near(&after, at, 0))
             .count() as u64;
-        let left = bytes(&after);
+        let left = span_bytes(&after);
         if still * HEALED <= disturbed
-            && left < bytes(before)
+            && left < span_bytes(before)
             && best.as_ref().is_none_or(|b| left < b.0)
         {
             best = Some((left, restored, blocks));
@@ -176,12 +187,13 @@ const MAX_PROBED: u64 = 64 << 10;
 /// within the first hundreds where blocks made the damage).
 const MAX_READS: usize = 500;
 
+/// Pairs of ends as good over the first blocks that [`infer`] reads over all it searched.
+const MAX_ENDS_READ: usize = 16;
+
 /// Strides of a log [`infer`] reads at `stride` to see where a block's ends leave it best.
 fn probed_blocks(stride: u64) -> u64 {
     (MAX_PROBED / stride).clamp(MIN_REPEATS, PROBED_BLOCKS)
 }
-/// Pairs of ends as good over the first blocks that [`infer`] reads over all it searched.
-const MAX_ENDS_READ: usize = 16;
 
 /// Blocks of any bytes inserted at one stride, found from where a reading of the first
 /// 256 KiB of `data` (`corrupt_spans`) is damaged: a stride and a place in it at which
@@ -210,10 +222,9 @@ fn infer_from(
     spans.sort_unstable();
     // Damage denser than blocks at the shortest stride, or over half the bytes, is no sign of
     // them: any place at any stride would lie in it.
-    let damaged: u64 = spans.iter().map(|(start, end)| end - start).sum();
     if (spans.len() as u64) < MIN_INFERRED
         || spans.len() as u64 > cut / MIN_STRIDE as u64
-        || damaged * 2 > cut
+        || span_bytes(&spans) * 2 > cut
     {
         return Vec::new();
     }
@@ -245,10 +256,10 @@ fn infer_from(
     let corrupt_bytes = |stride: u64, start: u64, end: u64, upto: u64| -> u64 {
         let upto = start.saturating_add(upto.saturating_mul(stride));
         let read = &searched[..upto.min(cut) as usize];
-        corrupt_spans(&remove(read, &blocks_in(read, stride, start, end)))
-            .iter()
-            .map(|(a, b)| b - a)
-            .sum()
+        span_bytes(&corrupt_spans(&remove(
+            read,
+            &blocks_in(read, stride, start, end),
+        )))
     };
     // Every stride and pair of ends tried over the first few blocks; the best of them then over
     // all blocks read. A block's end moved into the log may change bytes inside a message only
@@ -301,11 +312,7 @@ fn infer_from(
     ends.into_iter()
         .filter(|e| Some(e.0) == least)
         .map(|(_, stride, start, end)| blocks_in(data, stride, start, end))
-        .filter(|blocks| {
-            let last_end = blocks.first + (blocks.count.max(1) - 1) * blocks.stride + blocks.length;
-            let whole_file = (data.len() as u64).saturating_sub(last_end) < blocks.stride;
-            blocks.count >= MIN_REPEATS && whole_file
-        })
+        .filter(|blocks| blocks.count >= MIN_REPEATS && blocks.cover(data.len() as u64))
         .take(TRIED)
         .collect()
 }
@@ -395,7 +402,6 @@ fn best_place(
     let place = found.into_iter().max_by_key(|r| r.end - r.start)?;
     let first_span = spans.first()?.0;
     let first = first_span + (place.start + stride - first_span % stride) % stride;
-    let place = place.start..place.end;
     let places = cut.saturating_sub(first + NEAR) / stride + 1;
     let inside = most as u64;
     // `place` holds the block's possible first bytes, and the spans' common end is one past it.
@@ -485,19 +491,18 @@ fn extend(data: &[u8], at: usize, stride: usize) -> Option<Insertions> {
         len += 1;
     }
     let block = &data[first..first + len];
-    let count = starts(first, len).count();
     let all_same = starts(first, len).all(|s| &data[s..s + len] == block);
-    let last_end = first + (count - 1) * stride + len;
-    let whole_file = first < stride && data.len() - last_end < stride;
     let one_byte = block.iter().all(|&b| b == block[0]);
-    (all_same && count as u64 >= MIN_REPEATS && whole_file && !one_byte).then(|| Insertions {
+    let blocks = Insertions {
         first: first as u64,
         stride: stride as u64,
         length: len as u64,
-        count: count as u64,
+        count: starts(first, len).count() as u64,
         bytes: Some(block.iter().map(|b| format!("{b:02x}")).collect()),
         input_size: data.len() as u64,
-    })
+    };
+    let whole_file = blocks.cover(data.len() as u64);
+    (all_same && blocks.count >= MIN_REPEATS && whole_file && !one_byte).then_some(blocks)
 }
 
 #[cfg(test)]

@@ -433,6 +433,14 @@ pub struct TextModeCopy {
 }
 
 impl FileReport {
+    /// The byte ranges of the corrupt spans, as `(start, end)`.
+    pub fn corrupt_ranges(&self) -> Vec<(u64, u64)> {
+        self.corrupt_spans
+            .iter()
+            .map(|s| (s.start, s.end))
+            .collect()
+    }
+
     /// Build the file report from its sessions.
     pub fn new(
         path: String,

@@ -133,11 +133,7 @@ fn corrupt_spans(data: &[u8]) -> Vec<(u64, u64)> {
         } else {
             return vec![(0, data.len() as u64)];
         };
-    report
-        .corrupt_spans
-        .iter()
-        .map(|s| (s.start, s.end))
-        .collect()
+    report.corrupt_ranges()
 }
 
 /// Open an input file's bytes as they are; `-` is standard input (always read whole).
