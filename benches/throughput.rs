@@ -60,9 +60,9 @@ fn yardstick(data: &[u8]) -> u64 {
 /// The main CSV rows `export --csv` writes for `data`, formatted into a buffer emptied at every
 /// mebibyte instead of written to files; returns the bytes formatted.
 fn csv_main_rows(data: &[u8]) -> u64 {
-    use bbcheck::blackbox::csv::ReferenceCsv;
-    use bbcheck::blackbox::decoder::{Frame, Sink};
+    use bbcheck::blackbox::export::csv::ReferenceCsv;
     use bbcheck::blackbox::frame::FrameKind;
+    use bbcheck::blackbox::sink::{Frame, Sink};
     struct Rows {
         csv: ReferenceCsv,
         rows: Vec<u8>,
@@ -125,14 +125,12 @@ fn bench(c: &mut Criterion) {
     let mut group = with_yardstick(c, "blackbox", &blackbox, &data);
     bench_check(&mut group, &data, "sessions on 2 threads");
     group.bench_function("bbcheck export --jsonl", |b| {
-        let reached = AtomicU64::new(0);
         b.iter(|| {
-            bbcheck::cli::export::write_jsonl(
+            bbcheck::blackbox::export::jsonl::write_jsonl(
                 "bench",
                 &data,
                 bbcheck::report::Keep::All,
                 std::io::sink(),
-                &reached,
             )
             .expect("export")
         })
@@ -166,7 +164,7 @@ fn bench(c: &mut Criterion) {
     group.bench_function("bbcheck export --jsonl", |b| {
         let reached = AtomicU64::new(0);
         b.iter(|| {
-            bbcheck::dataflash::jsonl::write_jsonl(
+            bbcheck::dataflash::export::jsonl::write_jsonl(
                 "bench",
                 &data,
                 &Default::default(),
@@ -179,7 +177,7 @@ fn bench(c: &mut Criterion) {
     group.bench_function("bbcheck export --csv, tables to memory", |b| {
         let reached = AtomicU64::new(0);
         b.iter(|| {
-            bbcheck::dataflash::csv::write_csv(
+            bbcheck::dataflash::export::csv::write_csv(
                 "bench",
                 &data,
                 Default::default(),
@@ -194,7 +192,7 @@ fn bench(c: &mut Criterion) {
 
 /// Blackbox `check` of `data` on one thread, then on two (`two` says how they share the work).
 fn bench_check(group: &mut BenchmarkGroup<'_, WallTime>, data: &[u8], two: &str) {
-    use bbcheck::blackbox::decoder::Discard;
+    use bbcheck::blackbox::sink::Discard;
     group.bench_function("bbcheck check", |b| {
         b.iter(|| bbcheck::blackbox::decode("bench", data, |_, _| {}, &mut Discard))
     });

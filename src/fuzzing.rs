@@ -11,12 +11,12 @@ use crate::blackbox;
 use crate::blackbox::codec::elias::{self, BitWriter};
 use crate::blackbox::codec::varint::{self, MAX_VARINT_LEN};
 use crate::blackbox::codec::{BitResult, CodecError, CodecResult, Encoding, sign_extend, tag};
-use crate::blackbox::decoder::{Discard, EventFrame, Frame, Sink};
 use crate::blackbox::event::{AdjustmentValue, Event};
 use crate::blackbox::evidence::offset_threshold;
 use crate::blackbox::frame::{FrameKind, MAX_FRAME_LEN};
 use crate::blackbox::header::{Firmware, Header, LOG_START_MARKER};
 use crate::blackbox::predictor::normalise;
+use crate::blackbox::sink::{Discard, EventFrame, Frame, Sink};
 use crate::blackbox::writer::SessionWriter;
 
 /// A check on one input.
@@ -47,8 +47,8 @@ pub fn blackbox_salvage(data: &[u8]) {
     /// Frames per session.
     #[derive(Default, PartialEq, Debug)]
     struct Frames(Vec<Vec<(FrameKind, Vec<i64>)>>);
-    impl crate::blackbox::decoder::Sink for Frames {
-        fn frame(&mut self, frame: &crate::blackbox::decoder::Frame<'_>) {
+    impl crate::blackbox::sink::Sink for Frames {
+        fn frame(&mut self, frame: &crate::blackbox::sink::Frame<'_>) {
             if let Some(session) = self.0.last_mut() {
                 session.push((frame.kind, frame.values.to_vec()));
             }
@@ -287,14 +287,12 @@ fn check_periodic(
 /// session and per accepted frame and event; every row of the main and GPS CSV tables has as many
 /// fields as the table's header line.
 pub fn blackbox_export(data: &[u8]) {
-    let reached = std::sync::atomic::AtomicU64::new(0);
     let mut jsonl = Vec::new();
-    let report = crate::cli::export::write_jsonl(
+    let report = crate::blackbox::export::jsonl::write_jsonl(
         "fuzz",
         data,
         crate::report::Keep::All,
         &mut jsonl,
-        &reached,
     )
     .expect("writing to memory");
     let mut kinds = std::collections::BTreeMap::<String, u64>::new();
@@ -353,14 +351,20 @@ fn lines(text: &[u8]) -> impl Iterator<Item = &[u8]> {
 pub fn dataflash_export(data: &[u8]) {
     let reached = std::sync::atomic::AtomicU64::new(0);
     let mut jsonl = Vec::new();
-    crate::dataflash::jsonl::write_jsonl("fuzz", data, &Default::default(), &mut jsonl, &reached)
-        .expect("writing to memory");
+    crate::dataflash::export::jsonl::write_jsonl(
+        "fuzz",
+        data,
+        &Default::default(),
+        &mut jsonl,
+        &reached,
+    )
+    .expect("writing to memory");
     for line in lines(&jsonl) {
         if let Err(e) = serde_json::from_slice::<serde_json::Value>(line) {
             panic!("not JSON ({e}): {}", String::from_utf8_lossy(line));
         }
     }
-    let (_, tables) = crate::dataflash::csv::write_csv(
+    let (_, tables) = crate::dataflash::export::csv::write_csv(
         "fuzz",
         data,
         Default::default(),
@@ -395,7 +399,7 @@ pub fn dataflash_export(data: &[u8]) {
 /// GPX points and event lines.
 #[derive(Default)]
 struct CsvTables {
-    csv: crate::blackbox::csv::ReferenceCsv,
+    csv: crate::blackbox::export::csv::ReferenceCsv,
     main: Vec<u8>,
     gps: Vec<u8>,
     other: Vec<u8>,

@@ -1180,8 +1180,8 @@ pub fn demo_log() -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::blackbox::decoder::{Discard, Frame, Sink};
     use crate::blackbox::header::Firmware;
+    use crate::blackbox::sink::{Discard, Frame, Sink};
     use crate::report::FileReport;
 
     fn check(log: &[u8]) -> FileReport {

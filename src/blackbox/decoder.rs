@@ -8,16 +8,15 @@
 use super::codec::{CodecErrorKind, Encoding};
 use super::event::{Event, EventError};
 use super::evidence::gps_track::{GpsFields, GpsFix};
-use super::evidence::line_feed::LineFeedValue;
 use super::evidence::p_frame_offset::Motion;
 use super::evidence::value_bounds::value_bounds;
 use super::evidence::{CORRUPT_SCORE, Suspicion};
 use super::frame::FrameKind;
-use super::group::{Group, Item, Untrusted};
+use super::group::{Group, Item, LineFeedValue, Untrusted};
 use super::header::Header;
 use super::ledger::{self, Layout, Ledger};
 use super::predictor::{Context, MainHistory, Predictor};
-pub use super::sink::{Discard, EventFrame, Frame, Sink};
+use super::sink::Sink;
 use crate::report::{DamageReason, FrameCounts, RegionKind, Rule, SessionReport, Trust};
 use std::collections::BTreeMap;
 use std::sync::mpsc::{Receiver, Sender};
@@ -615,7 +614,7 @@ impl<'a> SessionDecoder<'a> {
             let (history, out) = self.group.next_main(def.len());
             def.decode(
                 body,
-                &Context::inter(header, history, self.last_iteration),
+                &header.inter_context(history, self.last_iteration),
                 out,
             )
         } else {
@@ -646,14 +645,10 @@ impl<'a> SessionDecoder<'a> {
     /// What a data frame of `kind` is predicted from.
     fn context(&self, kind: FrameKind) -> Context<'_> {
         let history = self.main_history();
-        Context::of(
-            kind,
-            self.header,
-            history,
-            self.last_iteration,
-            &self.home,
-            || history.0.map_or(0, |p| p[self.time_index]),
-        )
+        self.header
+            .context(kind, history, self.last_iteration, &self.home, || {
+                history.0.map_or(0, |p| p[self.time_index])
+            })
     }
 
     /// Where a data frame of `kind` decodes to.

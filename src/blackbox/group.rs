@@ -10,8 +10,6 @@
 //! line feeds of a text-mode copy) are in [`super::evidence`], one file a rule.
 
 use super::event::Event;
-use super::evidence::MIN_MAINS_FOR_OFFSET;
-use super::evidence::line_feed::LineFeedValue;
 use super::frame::FrameKind;
 use super::predictor::{MainHistory, Predictor};
 use crate::report::DamageReason;
@@ -42,6 +40,17 @@ pub struct Item {
     /// The frame's values in [`Group::values`].
     pub values: Range<usize>,
     pub event: Option<Event>,
+}
+
+/// A field value that would differ had a line feed of a text-mode copy been a carriage return
+/// (the line feed rule of the evidence layer judges them).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LineFeedValue {
+    /// The line feed's offset in the file (values of one line feed are judged together).
+    pub offset: usize,
+    pub field: usize,
+    /// The value a carriage return gives, minus the value read.
+    pub delta: i64,
 }
 
 /// The open group.
@@ -216,19 +225,6 @@ impl Group {
             previous = frame;
         }
         largest
-    }
-
-    /// All the offset check reads of a group as the group before the next one: its last main
-    /// frame and, per field, its largest change, when it holds enough main frames to be compared
-    /// with (both empty otherwise).
-    pub fn offset_summary(&self) -> (Vec<i64>, Vec<i64>) {
-        match self.last_main() {
-            Some(last) if self.mains >= MIN_MAINS_FOR_OFFSET => (
-                last.to_vec(),
-                (0..last.len()).map(|f| self.largest_change(f)).collect(),
-            ),
-            _ => (Vec::new(), Vec::new()),
-        }
     }
 
     /// The main frames held, in order, with their places among the items.

@@ -2,7 +2,7 @@
 
 use super::codec::{Encoding, Encoding10};
 use super::frame::{FieldSpec, FrameDef, FrameKind, max_frame_len};
-use super::predictor::Predictor;
+use super::predictor::{Context, MainHistory, Predictor};
 use nom::IResult;
 use nom::bytes::complete::{tag, take_till};
 use nom::character::complete::u32 as dec_u32;
@@ -472,6 +472,46 @@ impl Header {
             return self.search_skipped_after(last);
         }
         skipped
+    }
+
+    /// What a P frame is predicted from: the last two main frames, and the iterations the I/P
+    /// schedule skips after `last_iteration`.
+    #[inline]
+    pub fn inter_context<'a>(
+        &self,
+        (previous, previous2): MainHistory<'a>,
+        last_iteration: Option<u32>,
+    ) -> Context<'a> {
+        Context {
+            previous,
+            previous2,
+            skipped: last_iteration.map_or(0, |l| self.skipped_after(l)),
+            ..Context::default()
+        }
+    }
+
+    /// What a frame of `kind` is predicted from: for a P frame the last two main frames and the
+    /// iterations the I/P schedule skips after `last_iteration` (that of the last main frame, or
+    /// of a logging-resume event after it); for a G frame the last home and the last main frame's
+    /// time; nothing for the others.
+    #[inline]
+    pub fn context<'a>(
+        &self,
+        kind: FrameKind,
+        history: MainHistory<'a>,
+        last_iteration: Option<u32>,
+        home: &'a [i64],
+        last_main_time: impl FnOnce() -> i64,
+    ) -> Context<'a> {
+        match kind {
+            FrameKind::P => self.inter_context(history, last_iteration),
+            FrameKind::G => Context {
+                home: Some(home),
+                last_main_time: last_main_time(),
+                ..Context::default()
+            },
+            _ => Context::default(),
+        }
     }
 
     /// [`Header::skipped_after`] by trying each iteration in turn.

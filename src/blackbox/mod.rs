@@ -4,10 +4,10 @@
 //! sessions, parses each header and decodes its frames in file order.
 
 pub mod codec;
-pub mod csv;
 pub mod decoder;
 pub mod event;
 pub mod evidence;
+pub mod export;
 pub mod frame;
 pub(crate) mod group;
 pub mod header;
@@ -19,9 +19,10 @@ pub mod sink;
 pub mod writer;
 
 use crate::report::{FileReport, Region, RegionKind, SessionReport};
-use decoder::{SessionBounds, SessionDecoder, Sink, Validation};
+use decoder::{SessionBounds, SessionDecoder, Validation};
 use header::{Header, LOG_START_MARKER};
 pub use parallel::{MIN_PIECE, Splits, decode_in_parallel, decode_in_pieces};
+use sink::Sink;
 
 /// Byte ranges of the sessions in `file`: each starts at a log start marker and runs to the next.
 pub fn find_sessions(file: &[u8]) -> Vec<SessionBounds> {

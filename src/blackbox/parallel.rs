@@ -9,7 +9,8 @@
 //! to the session's end, and the report is still the one a single thread gives.
 
 use super::Plan;
-use super::decoder::{Piece, PieceEnd, Sink, Validation};
+use super::decoder::{Piece, PieceEnd, Validation};
+use super::sink::Sink;
 use crate::report::{FileReport, SessionReport};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};

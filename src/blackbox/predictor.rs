@@ -1,8 +1,5 @@
 //! Field predictors: what is subtracted from a value before it is encoded.
 
-use super::frame::FrameKind;
-use super::header::Header;
-
 /// A field predictor with the header constants it needs already resolved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Predictor {
@@ -80,48 +77,6 @@ pub struct Context<'a> {
     pub home: Option<&'a [i64]>,
     /// `time` of the last main frame (0 before any).
     pub last_main_time: i64,
-}
-
-impl<'a> Context<'a> {
-    /// What a P frame is predicted from: the last two main frames, and the iterations the I/P
-    /// schedule skips after `last_iteration`.
-    #[inline]
-    pub fn inter(
-        header: &Header,
-        (previous, previous2): MainHistory<'a>,
-        last_iteration: Option<u32>,
-    ) -> Context<'a> {
-        Context {
-            previous,
-            previous2,
-            skipped: last_iteration.map_or(0, |l| header.skipped_after(l)),
-            ..Context::default()
-        }
-    }
-
-    /// What a frame of `kind` is predicted from: for a P frame the last two main frames and the
-    /// iterations the I/P schedule skips after `last_iteration` (that of the last main frame, or
-    /// of a logging-resume event after it); for a G frame the last home and the last main frame's
-    /// time; nothing for the others.
-    #[inline]
-    pub fn of(
-        kind: FrameKind,
-        header: &Header,
-        history: MainHistory<'a>,
-        last_iteration: Option<u32>,
-        home: &'a [i64],
-        last_main_time: impl FnOnce() -> i64,
-    ) -> Context<'a> {
-        match kind {
-            FrameKind::P => Context::inter(header, history, last_iteration),
-            FrameKind::G => Context {
-                home: Some(home),
-                last_main_time: last_main_time(),
-                ..Context::default()
-            },
-            _ => Context::default(),
-        }
-    }
 }
 
 /// The bits above 32 a value of a field keeps from its sign extension when reduced to 32 bits:

@@ -7,10 +7,11 @@
 //! lost: its values are not compared with the frames before the damage. A session cut short gets
 //! a log-end event. Bytes between sessions and padding are dropped.
 
-use super::decoder::{EventFrame, Frame, Sink, Validation};
+use super::decoder::Validation;
 use super::event::Event;
 use super::frame::FrameKind;
 use super::header::{LINE_FEEDS_CHECKED, LOG_START_MARKER};
+use super::sink::{EventFrame, Frame, Sink};
 use super::writer::SessionWriter;
 use super::{Session, decode_with};
 use crate::report::{FileReport, FrameCounts, Keep, Trust};

@@ -40,7 +40,8 @@ pub trait Sink {
     /// before any session is decoded; they are not read again until their session is.
     fn searched(&mut self, _offset: usize) {}
     /// Decoding starts at `range.start`, for the frames up to `range.end`: a session's, or a piece
-    /// of them (see [`super::decoder::Piece`]; a piece decodes past its end until it meets the next one).
+    /// of them decoded on a thread of its own (a piece decodes past its end until it meets the
+    /// next one).
     fn started(&mut self, _range: Range<usize>) {}
 }
 

@@ -55,9 +55,8 @@ impl SessionWriter {
     /// What the predictors of the next frame of `kind` read: for a P frame the last two main
     /// frames, for a G frame the last home and the last main frame's time.
     pub fn context(&self, kind: FrameKind) -> Context<'_> {
-        Context::of(
+        self.header.context(
             kind,
-            &self.header,
             (self.previous.as_deref(), self.previous2.as_deref()),
             self.last_iteration,
             &self.home,

@@ -6,7 +6,7 @@ use super::{
     Detected, EXIT_CLEAN, EXIT_DAMAGED, EXIT_ERROR, Error, LogFormat, detect, html, input,
     terminal, terminal::Paint,
 };
-use crate::blackbox::{self, decoder::Discard};
+use crate::blackbox::{self, sink::Discard};
 use crate::dataflash;
 use crate::report::{
     CorruptSpan, FileReport, RegionKind, Rule, SessionReport, SuspectSpan, seconds,

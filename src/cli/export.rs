@@ -3,15 +3,13 @@
 
 use super::output::{AtomicFile, ClosedFile, WRITE_BUFFER};
 use super::{Detected, Error, LogFormat, detect, exit_once_written, input};
-use crate::blackbox::csv::{self, ReferenceCsv};
-use crate::blackbox::decoder::{EventFrame, Frame, Sink};
+use crate::blackbox::export::csv::{self, ReferenceCsv};
+use crate::blackbox::export::jsonl::JsonlSink;
 use crate::blackbox::frame::FrameKind;
+use crate::blackbox::sink::{EventFrame, Frame, Sink};
 use crate::blackbox::{self, Session};
-use crate::decimal::{NUMBER_ROOM, put_int, put_number, write_number};
-use crate::report::{FileReport, Keep, Trust};
-use serde::Serialize;
-use std::collections::BTreeMap;
-use std::io::{self, BufWriter, Write};
+use crate::report::{FileReport, Keep};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 
@@ -105,20 +103,26 @@ fn export_dataflash(args: &Args, data: &[u8], reached: &AtomicU64) -> Result<u8,
         )));
     }
     let name = input::name(&args.file);
-    let selection = crate::dataflash::csv::Selection {
+    let selection = crate::dataflash::export::csv::Selection {
         keep: args.keep(),
         values: if args.raw {
-            crate::dataflash::csv::Values::Stored
+            crate::dataflash::export::csv::Values::Stored
         } else {
-            crate::dataflash::csv::Values::Scaled
+            crate::dataflash::export::csv::Values::Scaled
         },
         types: args.types.clone(),
     };
     let to_stdout = args.output_dir.as_deref() == Some(Path::new("-"));
     let report = if args.jsonl {
         let stdout = io::stdout();
-        crate::dataflash::jsonl::write_jsonl(&name, data, &selection, stdout.lock(), reached)
-            .map_err(|e| Error::io(Path::new("<stdout>"), e))?
+        crate::dataflash::export::jsonl::write_jsonl(
+            &name,
+            data,
+            &selection,
+            stdout.lock(),
+            reached,
+        )
+        .map_err(|e| Error::io(Path::new("<stdout>"), e))?
     } else if to_stdout {
         // One table on standard output.
         if args.types.as_ref().is_none_or(|t| t.len() != 1) {
@@ -127,7 +131,7 @@ fn export_dataflash(args: &Args, data: &[u8], reached: &AtomicU64) -> Result<u8,
             ));
         }
         let mut tables = 0;
-        let (report, writers) = crate::dataflash::csv::write_csv(
+        let (report, writers) = crate::dataflash::export::csv::write_csv(
             &name,
             data,
             selection,
@@ -153,7 +157,7 @@ fn export_dataflash(args: &Args, data: &[u8], reached: &AtomicU64) -> Result<u8,
         let (dir, stem) = csv_destination(args)?;
         // The first error creating a file, with its path.
         let mut failed: Option<Error> = None;
-        let result = crate::dataflash::csv::write_csv(
+        let result = crate::dataflash::export::csv::write_csv(
             &name,
             data,
             selection,
@@ -334,20 +338,8 @@ impl<S: Sink> Sink for OneSession<S> {
     }
 }
 
-/// Decode `data` and write it as JSON Lines to `out`: per session a session record, then the
-/// accepted frames `keep` names and the events, in file order. The offset decoding has reached
-/// goes to `reached`.
-pub fn write_jsonl(
-    name: &str,
-    data: &[u8],
-    keep: Keep,
-    out: impl Write,
-    reached: &AtomicU64,
-) -> io::Result<FileReport> {
-    write_jsonl_of(name, data, keep, None, out, reached)
-}
-
-/// [`write_jsonl`] of session `only` (1-based), or of every session.
+/// [`crate::blackbox::export::jsonl::write_jsonl`] of session `only` (1-based), or of every session, noting in `reached`
+/// how far decoding has got.
 fn write_jsonl_of(
     name: &str,
     data: &[u8],
@@ -356,15 +348,8 @@ fn write_jsonl_of(
     out: impl Write,
     reached: &AtomicU64,
 ) -> io::Result<FileReport> {
-    let jsonl = JsonlSink {
-        out: BufWriter::with_capacity(1 << 16, out),
-        line: Vec::with_capacity(4096),
-        session: 0,
-        keep,
-        error: None,
-    };
     let mut sink = input::Reached {
-        inner: OneSession::new(jsonl, only),
+        inner: OneSession::new(JsonlSink::new(out, keep), only),
         reached,
     };
     let report = blackbox::decode(
@@ -372,163 +357,12 @@ fn write_jsonl_of(
         data,
         |session, sink: &mut input::Reached<OneSession<JsonlSink<_>>>| {
             if sink.inner.start(session) {
-                JsonlSink::start_session(session, &mut sink.inner.inner);
+                sink.inner.inner.start_session(session);
             }
         },
         &mut sink,
     );
-    let jsonl = &mut sink.inner.inner;
-    match jsonl.error.take() {
-        Some(e) => Err(e),
-        None => jsonl.out.flush().map(|()| report),
-    }
-}
-
-/// Append `frame`'s values separated by commas to `line`, the time field replaced by its 64-bit
-/// monotonic value.
-fn put_values(line: &mut Vec<u8>, frame: &Frame<'_>) {
-    let start = line.len();
-    line.resize(start + frame.values.len() * (NUMBER_ROOM + 1), 0);
-    let mut at = start;
-    for (i, &v) in frame.values.iter().enumerate() {
-        at = match frame.time {
-            Some((t, time)) if t == i => put_number(line, at, false, time, 0, b' '),
-            _ => put_int(line, at, v, 0),
-        };
-        line[at] = b',';
-        at += 1;
-    }
-    // Without the last comma.
-    line.truncate(at.saturating_sub(1).max(start));
-}
-
-/// The first record of a session in JSON Lines.
-#[derive(Serialize)]
-struct SessionRecord<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    session: usize,
-    offset: usize,
-    fields: FieldNames<'a>,
-    headers: BTreeMap<&'a str, &'a str>,
-}
-
-/// Field names per frame type (P frames share the I names).
-#[derive(Serialize)]
-struct FieldNames<'a> {
-    #[serde(rename = "I")]
-    i: &'a [String],
-    #[serde(rename = "P")]
-    p: &'a [String],
-    #[serde(rename = "S")]
-    s: &'a [String],
-    #[serde(rename = "G")]
-    g: &'a [String],
-    #[serde(rename = "H")]
-    h: &'a [String],
-}
-
-/// An event in JSON Lines.
-#[derive(Serialize)]
-struct EventRecord {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    session: usize,
-    offset: u64,
-    event: u8,
-    name: &'static str,
-    data: serde_json::Value,
-}
-
-struct JsonlSink<W: Write> {
-    out: W,
-    /// One frame's record, reused.
-    line: Vec<u8>,
-    session: usize,
-    keep: Keep,
-    error: Option<io::Error>,
-}
-
-impl<W: Write> JsonlSink<W> {
-    fn start_session(session: &Session, sink: &mut Self) {
-        sink.session = session.bounds.index;
-        let h = &session.header;
-        let names = |kind| h.def(kind).map_or(&[][..], |d| &d.names[..]);
-        // A repeated header name keeps its last value, as the decoders read it.
-        let headers: BTreeMap<&str, &str> = h
-            .lines
-            .iter()
-            .map(|l| (l.name.as_str(), l.value.as_str()))
-            .collect();
-        let record = SessionRecord {
-            kind: "session",
-            session: session.bounds.index,
-            offset: session.bounds.start,
-            fields: FieldNames {
-                i: names(FrameKind::I),
-                p: names(FrameKind::P),
-                s: names(FrameKind::S),
-                g: names(FrameKind::G),
-                h: names(FrameKind::H),
-            },
-            headers,
-        };
-        sink.emit(|out| {
-            serde_json::to_writer(&mut *out, &record)?;
-            writeln!(out)
-        });
-    }
-
-    fn emit(&mut self, f: impl FnOnce(&mut W) -> io::Result<()>) {
-        if self.error.is_none()
-            && let Err(e) = f(&mut self.out)
-        {
-            self.error = Some(e);
-        }
-    }
-}
-
-impl<W: Write> Sink for JsonlSink<W> {
-    fn frame(&mut self, frame: &Frame<'_>) {
-        if !self.keep.keeps(frame.trust) {
-            return;
-        }
-        let line = &mut self.line;
-        line.clear();
-        line.extend_from_slice(b"{\"type\":\"");
-        line.extend_from_slice(frame.kind.as_str().as_bytes());
-        line.extend_from_slice(b"\",\"session\":");
-        write_number(line, false, self.session as u64, 0, b' ');
-        line.extend_from_slice(b",\"offset\":");
-        write_number(line, false, frame.offset, 0, b' ');
-        line.extend_from_slice(b",\"values\":[");
-        put_values(line, frame);
-        line.extend_from_slice(if frame.trust == Trust::Suspect {
-            b"],\"trust\":\"suspect\"}\n"
-        } else {
-            b"]}\n"
-        });
-        if self.error.is_none()
-            && let Err(e) = self.out.write_all(&self.line)
-        {
-            self.error = Some(e);
-        }
-    }
-
-    fn event(&mut self, event: &EventFrame<'_>) {
-        let record = EventRecord {
-            kind: "E",
-            session: self.session,
-            offset: event.offset,
-            event: event.event.id(),
-            name: event.event.name(),
-            data: event.event.data(),
-        };
-        self.emit(|out| {
-            serde_json::to_writer(&mut *out, &record)?;
-            writeln!(out)
-        });
-    }
+    sink.inner.inner.finish().map(|()| report)
 }
 
 /// The files of the session being written: the CSV from its start, the others once the session

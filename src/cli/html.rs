@@ -12,10 +12,10 @@ use super::checked::{Checked, verdict_tally};
 use super::hexdump::write_span_bytes;
 use super::output::AtomicFile;
 use super::{Detected, Error, LogFormat, detect, input};
-use crate::blackbox::decoder::{EventFrame, Frame, Sink};
 use crate::blackbox::event::Event;
 use crate::blackbox::frame::FrameKind;
 use crate::blackbox::header::Firmware;
+use crate::blackbox::sink::{EventFrame, Frame, Sink};
 use crate::blackbox::{self, Session};
 use crate::dataflash::{self, Message, fmt::Role};
 use crate::report::{

@@ -3,7 +3,7 @@
 
 use super::{Detected, Error, LogFormat, exit_once_written, input, terminal};
 use crate::blackbox::header::{Firmware, Header};
-use crate::blackbox::{self, decoder::Discard};
+use crate::blackbox::{self, sink::Discard};
 use crate::dataflash::fmt::Role;
 use crate::dataflash::message::Text;
 use crate::dataflash::{self, Message};

@@ -3,7 +3,7 @@
 //! whatever the file's size.
 
 use super::Error;
-use crate::blackbox::decoder::{EventFrame, Frame, Sink};
+use crate::blackbox::sink::{EventFrame, Frame, Sink};
 use crate::dataflash;
 use crate::periodic::{self, Insertions};
 use crate::report::TextModeCopy;
@@ -123,7 +123,7 @@ pub fn open(path: &Path) -> Result<Input, Error> {
 /// The corrupt spans of `data` read as the log its content shows; all of it when it shows none
 /// (taking bytes out must never make a log of it look better by losing its start).
 fn corrupt_spans(data: &[u8]) -> Vec<(u64, u64)> {
-    use crate::blackbox::{self, decoder::Discard};
+    use crate::blackbox::{self, sink::Discard};
     let blackbox = blackbox::is_blackbox(data);
     let report =
         if dataflash::starts_as_dataflash(data) || !blackbox && dataflash::is_dataflash(data) {
@@ -367,7 +367,7 @@ pub fn release_searched(offset: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::blackbox::{self, decoder::Discard};
+    use crate::blackbox::{self, sink::Discard};
     use crate::synth::{FlightSpec, Layout, flight};
 
     #[test]

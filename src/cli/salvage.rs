@@ -2,7 +2,7 @@
 
 use super::output::{AtomicFile, ClosedFile};
 use super::{Detected, Error, LogFormat, detect, exit_once_written, input, terminal};
-use crate::blackbox::{self, decoder::Discard, salvage::SalvagedSession};
+use crate::blackbox::{self, salvage::SalvagedSession, sink::Discard};
 use crate::dataflash;
 use crate::report::{CorruptSpan, Keep};
 use indicatif::ProgressBar;

@@ -6,12 +6,11 @@
 //! `Columns` (`char[64]`, comma separated). FMT itself is predefined as type 0x80, 89 bytes,
 //! `BBnNZ`; a log may redefine it (FMT-of-FMT), and any type whose name is `FMT` defines formats.
 
-use super::message::{Value, decode_name};
 use nom::IResult;
 use nom::bytes::complete::take;
 use nom::number::complete::u8 as le_u8;
 use std::collections::BTreeMap;
-use std::fmt;
+use std::fmt::{self, Write as _};
 
 /// The type id FMT has before any FMT-of-FMT redefines it.
 pub const FMT_TYPE: u8 = 0x80;
@@ -377,22 +376,29 @@ pub fn cut_at_nul(bytes: &[u8]) -> &[u8] {
     }
 }
 
-/// Read a definition from the values of a message whose type defines formats.
-pub fn definition_from_values<'a>(
-    mut values: impl Iterator<Item = Value<'a>>,
-) -> Option<Definition<'a>> {
-    let type_value = values.next()?.as_integer()?;
-    let length = values.next()?.as_integer()?;
-    let name = values.next()?.as_text()?;
-    let format = values.next()?.as_text()?;
-    let columns = values.next()?.as_text()?;
-    Some(Definition {
-        type_value,
-        length,
-        name,
-        format,
-        columns,
-    })
+/// A name or format string cut at the first NUL; bytes that are not UTF-8 become `\xNN`, as
+/// pymavlink names types (`decode(errors="backslashreplace")`).
+pub fn decode_name(bytes: &[u8]) -> String {
+    let mut rest = cut_at_nul(bytes);
+    let mut out = String::with_capacity(rest.len());
+    loop {
+        match std::str::from_utf8(rest) {
+            Ok(valid) => {
+                out.push_str(valid);
+                return out;
+            }
+            Err(e) => {
+                let (valid, after) = rest.split_at(e.valid_up_to());
+                // `valid_up_to` marks a character boundary, so this part is UTF-8.
+                out.push_str(std::str::from_utf8(valid).unwrap_or_default());
+                let bad = e.error_len().unwrap_or(after.len()).min(after.len());
+                for b in &after[..bad] {
+                    let _ = write!(out, "\\x{b:02x}");
+                }
+                rest = &after[bad..];
+            }
+        }
+    }
 }
 
 /// The format table: one definition per type byte, and the unit and multiplier ids.
@@ -517,41 +523,6 @@ impl Formats {
                 .collect(),
         )
     }
-}
-
-/// The values of a UNIT message: id character and label.
-pub fn unit_from_values<'a>(mut values: impl Iterator<Item = Value<'a>>) -> Option<(char, String)> {
-    let _time = values.next()?;
-    let id = values.next()?.as_integer()?;
-    let label = values.next()?.as_text()?;
-    Some((id_char(id)?, decode_name(label)))
-}
-
-/// The values of a MULT message: id character and multiplier.
-pub fn mult_from_values<'a>(mut values: impl Iterator<Item = Value<'a>>) -> Option<(char, f64)> {
-    let _time = values.next()?;
-    let id = values.next()?.as_integer()?;
-    let mult = values.next()?.as_float()?;
-    // Loggers store single-precision multipliers as doubles (1e-6 reads 9.999999974752427e-7):
-    // keep 7 significant digits, as pymavlink does.
-    let mult = format!("{mult:.6e}").parse().unwrap_or(mult);
-    Some((id_char(id)?, mult))
-}
-
-/// The values of a FMTU message: the type and its unit and multiplier ids.
-pub fn fmtu_from_values<'a>(
-    mut values: impl Iterator<Item = Value<'a>>,
-) -> Option<(i128, String, String)> {
-    let _time = values.next()?;
-    let type_value = values.next()?.as_integer()?;
-    let unit_ids = values.next()?.as_text()?;
-    let mult_ids = values.next()?.as_text()?;
-    Some((type_value, decode_name(unit_ids), decode_name(mult_ids)))
-}
-
-/// A UNIT or MULT id is one ASCII character stored as an int8.
-fn id_char(id: i128) -> Option<char> {
-    u8::try_from(id.rem_euclid(256)).ok().map(char::from)
 }
 
 #[cfg(test)]

@@ -5,12 +5,11 @@
 //! type's length and field layout come from a FMT message read earlier in the file. [`fmt`] holds
 //! the format characters and FMT/FMTU/UNIT/MULT parsing, [`message`] unpacks one message, [`reader`]
 //! decides which messages are accepted (pymavlink's sequential rules), [`report`] turns a scan into
-//! the shared report, and [`jsonl`] exports it.
+//! the shared report, and [`export`] writes it as JSON Lines or CSV.
 
-pub mod csv;
 pub mod evidence;
+pub mod export;
 pub mod fmt;
-pub mod jsonl;
 pub mod message;
 pub mod reader;
 pub mod report;

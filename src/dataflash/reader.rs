@@ -20,10 +20,11 @@
 
 use super::evidence::Judge;
 use super::fmt::{
-    FMT_TYPE, Format, FormatProblem, Formats, HEADER, HEADER_LEN, ProblemKind, Role,
-    definition_from_values, fmtu_from_values, mult_from_values, unit_from_values,
+    FMT_TYPE, Format, FormatProblem, Formats, HEADER, HEADER_LEN, ProblemKind, Role, decode_name,
 };
-use super::message::{Fields, Message, decode_name};
+use super::message::{
+    Fields, Message, definition_from_values, fmtu_from_values, mult_from_values, unit_from_values,
+};
 use crate::report::{DamageReason, Evidence, Trust};
 use std::collections::BTreeMap;
 use std::rc::Rc;

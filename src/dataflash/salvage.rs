@@ -8,11 +8,10 @@
 //! messages of the ids it uses and its FMTU, as the donor defined them, unless the output already
 //! declares them.
 
-use super::fmt::{
-    FMT_TYPE, FieldType, Format, Formats, HEADER, Role, definition_from_values, fmtu_from_values,
-    mult_from_values, unit_from_values,
+use super::fmt::{FMT_TYPE, FieldType, Format, Formats, HEADER, Role};
+use super::message::{
+    Message, definition_from_values, fmtu_from_values, mult_from_values, unit_from_values,
 };
-use super::message::Message;
 use super::reader::{Noting, Rules, Sink, scan_with};
 use super::report::{DataflashReport, Observer, build};
 use crate::report::{Keep, Trust};

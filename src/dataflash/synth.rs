@@ -227,7 +227,7 @@ pub fn flight(seed: u64, seconds: u32) -> Vec<u8> {
 mod tests {
     use super::*;
     use crate::dataflash;
-    use crate::dataflash::csv::Values;
+    use crate::dataflash::export::csv::Values;
 
     #[test]
     fn a_synthetic_flight_is_clean_with_units_for_every_column() {
@@ -246,11 +246,11 @@ mod tests {
         );
         let scan = dataflash::scan(&log, &mut dataflash::reader::Discard);
         let att = scan.formats.iter().find(|f| f.name == "ATT").unwrap();
-        let stored = dataflash::csv::headings(&scan.formats, att, Values::Stored);
+        let stored = dataflash::export::csv::headings(&scan.formats, att, Values::Stored);
         assert_eq!(stored[0], "TimeUS [1e-6 s]");
         assert_eq!(stored[2], "Roll [0.01 deg]");
         assert_eq!(stored[6], "Yaw [0.01 degheading]");
-        let scaled = dataflash::csv::headings(&scan.formats, att, Values::Scaled);
+        let scaled = dataflash::export::csv::headings(&scan.formats, att, Values::Scaled);
         assert_eq!(scaled[0], "TimeUS [1e-6 s]");
         assert_eq!(scaled[2], "Roll [deg]");
         assert_eq!(scaled[6], "Yaw [degheading]");

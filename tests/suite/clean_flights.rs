@@ -82,7 +82,7 @@ fn clean_flights_are_never_called_damaged() {
                 &name,
                 &data,
                 |_, _| {},
-                &mut bbcheck::blackbox::decoder::Discard,
+                &mut bbcheck::blackbox::sink::Discard,
             );
             let (mains, suspect, score) = tally(&report);
             println!("{name}: {mains} main frames, {suspect} suspect, top score {score:.2}");

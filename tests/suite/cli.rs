@@ -318,7 +318,7 @@ fn every_byte_is_accounted_for_once() {
             &path.display().to_string(),
             &data,
             |_, _| {},
-            &mut bbcheck::blackbox::decoder::Discard,
+            &mut bbcheck::blackbox::sink::Discard,
         );
         report
             .check_accounting()
@@ -751,7 +751,7 @@ fn a_file_too_large_to_read_whole_reports_as_if_read() {
         path.to_str().unwrap(),
         &data,
         |_, _| {},
-        &mut bbcheck::blackbox::decoder::Discard,
+        &mut bbcheck::blackbox::sink::Discard,
     );
     assert_eq!(mapped, serde_json::to_value(&read).unwrap());
     assert!(!read.corrupt_spans.is_empty());

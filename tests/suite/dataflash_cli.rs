@@ -581,7 +581,7 @@ fn damaged_logs_never_panic_and_keep_every_message_before_the_damage() {
                 .collect();
             assert_eq!(offsets.0[..kept.len()], kept[..], "round {round}");
             let mut out = Vec::new();
-            let exported = bbcheck::dataflash::jsonl::write_jsonl(
+            let exported = bbcheck::dataflash::export::jsonl::write_jsonl(
                 "damaged",
                 &data,
                 &Default::default(),

@@ -196,7 +196,7 @@ fn seeds_are_what_the_generator_makes() {
             &name,
             &data,
             |_, _| {},
-            &mut bbcheck::blackbox::decoder::Discard,
+            &mut bbcheck::blackbox::sink::Discard,
         );
         assert!(report.is_clean(), "seed {name}: {:?}", report.corrupt_spans);
     }
@@ -235,7 +235,7 @@ fn seeds_hold_every_encoding_in_both_data_versions() {
             &name,
             &data,
             |_, _| {},
-            &mut bbcheck::blackbox::decoder::Discard,
+            &mut bbcheck::blackbox::sink::Discard,
         );
         for (session, decoded) in bbcheck::blackbox::sessions(&data)
             .iter()

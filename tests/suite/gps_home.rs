@@ -4,8 +4,8 @@
 
 use crate::common;
 
-use bbcheck::blackbox::decoder::{EventFrame, Frame, Sink};
 use bbcheck::blackbox::frame::FrameKind;
+use bbcheck::blackbox::sink::{EventFrame, Frame, Sink};
 use bbcheck::blackbox::writer::SessionWriter;
 use bbcheck::blackbox::{Session, event::Event};
 use bbcheck::damage::{self, Model};

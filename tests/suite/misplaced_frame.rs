@@ -4,8 +4,9 @@
 
 use crate::common;
 
-use bbcheck::blackbox::decoder::{Frame, Sink, Validation};
+use bbcheck::blackbox::decoder::Validation;
 use bbcheck::blackbox::frame::FrameKind;
+use bbcheck::blackbox::sink::{Frame, Sink};
 use bbcheck::report::{DamageReason, FileReport};
 
 /// Main frames as (offset, length, values), and which of them are P frames.

@@ -3,7 +3,7 @@
 
 use crate::common;
 
-use bbcheck::blackbox::{self, decoder::Discard};
+use bbcheck::blackbox::{self, sink::Discard};
 use std::path::PathBuf;
 
 fn blackbox_files() -> Vec<PathBuf> {

@@ -31,9 +31,10 @@
 
 use crate::common;
 
-use bbcheck::blackbox::decoder::{EventFrame, Frame, Sink, Validation};
+use bbcheck::blackbox::decoder::Validation;
 use bbcheck::blackbox::event::Event;
 use bbcheck::blackbox::frame::FrameKind;
+use bbcheck::blackbox::sink::{EventFrame, Frame, Sink};
 use bbcheck::damage::{self, Model};
 use bbcheck::report::Trust;
 use std::collections::HashMap;

@@ -3,7 +3,7 @@
 
 use crate::common;
 
-use bbcheck::blackbox::decoder::Discard;
+use bbcheck::blackbox::sink::Discard;
 use bbcheck::report::{FileReport, RegionKind};
 
 fn check(data: &[u8]) -> FileReport {

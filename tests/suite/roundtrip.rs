@@ -1,8 +1,8 @@
 //! Write → read: frames written with every predictor and encoding decode to the values given.
 
-use bbcheck::blackbox::decoder::{EventFrame, Frame, Sink};
 use bbcheck::blackbox::event::Event;
 use bbcheck::blackbox::frame::FrameKind;
+use bbcheck::blackbox::sink::{EventFrame, Frame, Sink};
 use bbcheck::blackbox::writer::SessionWriter;
 
 #[derive(Default)]

@@ -3,10 +3,10 @@
 
 use crate::common;
 
-use bbcheck::blackbox::decoder::{EventFrame, Frame, Sink};
 use bbcheck::blackbox::event::Event;
 use bbcheck::blackbox::frame::FrameKind;
 use bbcheck::blackbox::salvage::salvage;
+use bbcheck::blackbox::sink::{EventFrame, Frame, Sink};
 use bbcheck::damage::{self, Model};
 use bbcheck::report::{Keep, RegionKind};
 use std::path::PathBuf;

@@ -5,9 +5,9 @@
 
 use crate::common;
 
-use bbcheck::blackbox::decoder::{Frame, Sink};
 use bbcheck::blackbox::event::Event;
 use bbcheck::blackbox::frame::FrameKind;
+use bbcheck::blackbox::sink::{Frame, Sink};
 use bbcheck::blackbox::writer::SessionWriter;
 use bbcheck::fuzzing::{Collect, Record};
 use bbcheck::report::{DamageReason, FileReport, Rule, Trust};

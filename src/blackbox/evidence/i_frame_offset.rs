@@ -118,4 +118,17 @@ impl Group {
             )
         })
     }
+
+    /// All the offset check reads of a group as the group before the next one: its last main
+    /// frame and, per field, its largest change, when it holds enough main frames to be compared
+    /// with (both empty otherwise).
+    pub fn offset_summary(&self) -> (Vec<i64>, Vec<i64>) {
+        match self.last_main() {
+            Some(last) if self.mains >= MIN_MAINS_FOR_OFFSET => (
+                last.to_vec(),
+                (0..last.len()).map(|f| self.largest_change(f)).collect(),
+            ),
+            _ => (Vec::new(), Vec::new()),
+        }
+    }
 }

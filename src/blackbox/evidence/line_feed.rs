@@ -6,7 +6,7 @@
 
 use super::p_frame_offset::carried_error;
 use crate::blackbox::frame::FrameKind;
-use crate::blackbox::group::Group;
+use crate::blackbox::group::{Group, LineFeedValue};
 use crate::blackbox::predictor::Predictor;
 
 /// How much better the read values must join their neighbours than those a carriage return would
@@ -16,16 +16,6 @@ pub const LINE_FEED_MARGIN: f64 = 2.0;
 /// Steps between main frames that must tell the readings of a line feed apart (one step alone,
 /// into or out of a group, is too often a jump in the flight's own data).
 pub const MIN_LINE_FEED_STEPS: usize = 2;
-
-/// A field value that would differ had a line feed of a text-mode copy been a carriage return.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct LineFeedValue {
-    /// The line feed's offset in the file (values of one line feed are judged together).
-    pub offset: usize,
-    pub field: usize,
-    /// The value a carriage return gives, minus the value read.
-    pub delta: i64,
-}
 
 impl Group {
     /// Note that the main frame held last starting at `start` reads otherwise if line feeds in it

@@ -1,8 +1,8 @@
 //! Shared helpers for the integration tests.
 #![allow(dead_code)]
 
-use bbcheck::blackbox::decoder::{EventFrame, Frame, Sink};
 use bbcheck::blackbox::frame::FrameKind;
+use bbcheck::blackbox::sink::{EventFrame, Frame, Sink};
 use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

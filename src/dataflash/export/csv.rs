@@ -10,10 +10,10 @@
 //! their shortest exact form (`NaN`, `inf`), text cut at the first NUL (quoted when it holds a
 //! comma, quote or line break), and `a` arrays as `[v,v,…]`.
 
-use super::fmt::{FieldType, Format, Formats};
-use super::message::{Message, Text, Value, int16_array};
-use super::reader::{Noting, Rules, Sink, scan_with};
-use super::report::{DataflashReport, Observer, build};
+use crate::dataflash::fmt::{FieldType, Format, Formats};
+use crate::dataflash::message::{Message, Text, Value, int16_array};
+use crate::dataflash::reader::{Noting, Rules, Sink, scan_with};
+use crate::dataflash::report::{DataflashReport, Observer, build};
 use crate::report::Keep;
 use std::io::{self, Write};
 use std::sync::atomic::AtomicU64;

@@ -7,10 +7,10 @@
 //! array of 32 integers.
 
 use super::csv::Selection;
-use super::fmt::{Format, Formats};
-use super::message::{Message, Text, Value, int16_array};
-use super::reader::{self, Noting, Rules, Sink};
-use super::report::{DataflashReport, FORMAT_NAME, Observer, build};
+use crate::dataflash::fmt::{Format, Formats};
+use crate::dataflash::message::{Message, Text, Value, int16_array};
+use crate::dataflash::reader::{self, Noting, Rules, Sink};
+use crate::dataflash::report::{DataflashReport, FORMAT_NAME, Observer, build};
 use crate::report::Trust;
 use serde::Serialize;
 use std::collections::BTreeMap;

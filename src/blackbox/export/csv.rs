@@ -10,11 +10,11 @@
 //! integrated current meter, the log start date, the firmware version, which slow fields are
 //! flags, INAV's overlay columns); [`ReferenceCsv`] carries it the same way.
 
-use super::Session;
-use super::decoder::Frame;
-use super::event::{AdjustmentValue, Event};
-use super::frame::FrameKind;
-use super::header::{Firmware, Header};
+use crate::blackbox::Session;
+use crate::blackbox::event::{AdjustmentValue, Event};
+use crate::blackbox::frame::FrameKind;
+use crate::blackbox::header::{Firmware, Header};
+use crate::blackbox::sink::Frame;
 use crate::decimal::{NUMBER_ROOM, put_int, put_number, write_number};
 use std::io::Write;
 

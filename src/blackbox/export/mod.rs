@@ -1,0 +1,5 @@
+//! What a decoded Blackbox log is exported as: the reference decoder's CSV files ([`csv`]) and
+//! JSON Lines ([`jsonl`]). Each is a [`super::sink::Sink`] fed in file order.
+
+pub mod csv;
+pub mod jsonl;
