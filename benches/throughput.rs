@@ -145,11 +145,13 @@ fn bench(c: &mut Criterion) {
 
     // One session of over 100 MiB (a generated Betaflight 4 flight of about 15 minutes at 8 kHz):
     // split between two threads.
-    let spec = bbcheck::synth::FlightSpec {
+    let spec = bbcheck::testkit::blackbox::FlightSpec {
         iterations: 14_000_000,
-        ..bbcheck::synth::FlightSpec::new(bbcheck::synth::Layout::Betaflight4)
+        ..bbcheck::testkit::blackbox::FlightSpec::new(
+            bbcheck::testkit::blackbox::Layout::Betaflight4,
+        )
     };
-    let data = bbcheck::synth::flight(&spec);
+    let data = bbcheck::testkit::blackbox::flight(&spec);
     let mut group = with_yardstick(c, "blackbox", Path::new("one long session"), &data);
     bench_check(&mut group, &data, "split between 2 threads");
     group.finish();

@@ -7,12 +7,9 @@
 
 pub mod blackbox;
 pub mod cli;
-pub mod damage;
 pub mod dataflash;
 mod decimal;
-#[doc(hidden)]
-pub mod fuzzing;
 pub mod periodic;
 pub mod report;
-pub mod synth;
+pub mod testkit;
 pub mod textmode;

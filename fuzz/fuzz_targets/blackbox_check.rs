@@ -1,3 +1,3 @@
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| bbcheck::fuzzing::blackbox_check(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| bbcheck::testkit::fuzzing::blackbox_check(data));

@@ -1,5 +1,5 @@
 #![no_main]
 
-use bbcheck::fuzzing::LogModel;
+use bbcheck::testkit::fuzzing::LogModel;
 
-libfuzzer_sys::fuzz_target!(|model: LogModel| bbcheck::fuzzing::blackbox_roundtrip(&model));
+libfuzzer_sys::fuzz_target!(|model: LogModel| bbcheck::testkit::fuzzing::blackbox_roundtrip(&model));

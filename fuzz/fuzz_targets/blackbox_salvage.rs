@@ -1,3 +1,3 @@
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| bbcheck::fuzzing::blackbox_salvage(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| bbcheck::testkit::fuzzing::blackbox_salvage(data));

@@ -1,3 +1,3 @@
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| bbcheck::fuzzing::codec_tag(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| bbcheck::testkit::fuzzing::codec_tag(data));

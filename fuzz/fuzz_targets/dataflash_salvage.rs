@@ -1,3 +1,3 @@
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| bbcheck::fuzzing::dataflash_salvage(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| bbcheck::testkit::fuzzing::dataflash_salvage(data));

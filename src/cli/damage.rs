@@ -2,7 +2,7 @@
 
 use super::output::AtomicFile;
 use super::{EXIT_CLEAN, Error, input, terminal};
-use crate::damage::{self, Model};
+use crate::testkit::damage::{self, Model};
 use std::io::Write;
 use std::path::PathBuf;
 

@@ -1481,8 +1481,8 @@ mod tests {
     #[test]
     fn checking_for_a_page_notes_how_far_it_has_reached_in_either_format() {
         let logs = [
-            crate::synth::demo_log(),
-            crate::dataflash::synth::flight(1, 20),
+            crate::testkit::blackbox::demo_log(),
+            crate::testkit::dataflash::flight(1, 20),
         ];
         for data in logs {
             let (reached, done) = (AtomicU64::new(0), AtomicU64::new(0));

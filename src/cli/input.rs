@@ -368,7 +368,7 @@ pub fn release_searched(offset: usize) {
 mod tests {
     use super::*;
     use crate::blackbox::{self, sink::Discard};
-    use crate::synth::{FlightSpec, Layout, flight};
+    use crate::testkit::blackbox::{FlightSpec, Layout, flight};
 
     #[test]
     fn a_session_split_between_threads_counts_the_bytes_each_decoded() {

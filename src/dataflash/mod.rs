@@ -14,7 +14,6 @@ pub mod message;
 pub mod reader;
 pub mod report;
 pub mod salvage;
-pub mod synth;
 
 pub use message::Message;
 pub use reader::{Rules, Scan, Sink, scan, scan_with};

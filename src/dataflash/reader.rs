@@ -860,7 +860,7 @@ pub fn scan_with<S: Sink>(data: &[u8], rules: Rules, formats: Formats, sink: &mu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dataflash::synth::{fmt, message};
+    use crate::testkit::dataflash::{fmt, message};
 
     /// Offsets and names of the accepted messages.
     struct Collect(Vec<(u64, String)>);

@@ -516,7 +516,7 @@ pub fn donor_formats(donor: &[u8], reached: &AtomicU64) -> Formats {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dataflash::synth::{fmt, message};
+    use crate::testkit::dataflash::{fmt, message};
 
     fn log() -> Vec<u8> {
         let mut log = fmt(0x40, 11, "TST", "Q", "TimeUS");
@@ -550,7 +550,7 @@ mod tests {
 
     #[test]
     fn a_long_log_is_written_out_as_it_goes() {
-        let data = super::super::synth::flight(3, 900);
+        let data = crate::testkit::dataflash::flight(3, 900);
         assert!(data.len() > 2 << 20, "{} bytes", data.len());
         let mut pieces = Pieces::default();
         let reached = AtomicU64::new(0);

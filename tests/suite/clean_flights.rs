@@ -11,7 +11,7 @@ use crate::common;
 
 use bbcheck::blackbox::evidence::CORRUPT_SCORE;
 use bbcheck::report::FileReport;
-use bbcheck::synth::{self, FlightSpec, Layout};
+use bbcheck::testkit::blackbox::{self as synth, FlightSpec, Layout};
 
 /// How far under [`CORRUPT_SCORE`] the evidence on clean flights must stay.
 const MARGIN: f64 = 4.0;

@@ -551,9 +551,11 @@ fn a_large_headless_input_is_salvaged_with_a_borrowed_header_as_if_it_had_its_ow
     // Over 32 MiB: the input and its copy with the donor's header are mapped, not read whole.
     let dir = TempDir::new("test-donor-large");
     let flight = |iterations| {
-        bbcheck::synth::flight(&bbcheck::synth::FlightSpec {
+        bbcheck::testkit::blackbox::flight(&bbcheck::testkit::blackbox::FlightSpec {
             iterations,
-            ..bbcheck::synth::FlightSpec::new(bbcheck::synth::Layout::Betaflight4)
+            ..bbcheck::testkit::blackbox::FlightSpec::new(
+                bbcheck::testkit::blackbox::Layout::Betaflight4,
+            )
         })
     };
     let log = flight(4_400_000);
@@ -786,9 +788,11 @@ fn help_is_there_however_it_is_asked_for() {
 #[test]
 fn frame_data_whose_header_is_lost_is_a_damaged_log_with_a_way_out() {
     let dir = TempDir::new("test-headless");
-    let log = bbcheck::synth::flight(&bbcheck::synth::FlightSpec {
+    let log = bbcheck::testkit::blackbox::flight(&bbcheck::testkit::blackbox::FlightSpec {
         iterations: 8000,
-        ..bbcheck::synth::FlightSpec::new(bbcheck::synth::Layout::Betaflight4)
+        ..bbcheck::testkit::blackbox::FlightSpec::new(
+            bbcheck::testkit::blackbox::Layout::Betaflight4,
+        )
     });
     let data_start = bbcheck::blackbox::sessions(&log)[0].header.data_start as usize;
     let headless = dir.join("headless.bbl");

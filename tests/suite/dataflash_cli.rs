@@ -3,7 +3,7 @@
 
 use crate::common;
 
-use bbcheck::dataflash::synth::{fmt, message, text};
+use bbcheck::testkit::dataflash::{fmt, message, text};
 use common::{TempDir, bbcheck};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -913,8 +913,8 @@ fn csv_export_writes_one_table_per_type_with_units_in_the_headings() {
 #[test]
 fn appended_logs_are_sessions_of_their_own() {
     let dir = TempDir::new("df-sessions");
-    let first = bbcheck::dataflash::synth::flight(1, 1);
-    let second = bbcheck::dataflash::synth::flight(2, 2);
+    let first = bbcheck::testkit::dataflash::flight(1, 1);
+    let second = bbcheck::testkit::dataflash::flight(2, 2);
     let mut data = first.clone();
     data.extend(&second);
     let path = write(&dir, "two-logs.bin", &data);

@@ -17,10 +17,10 @@
 
 use crate::common;
 
-use bbcheck::damage::{self, Change, Model};
 use bbcheck::dataflash::fmt::Formats;
 use bbcheck::dataflash::{self, Message, Rules, Sink};
 use bbcheck::report::Trust;
+use bbcheck::testkit::damage::{self, Change, Model};
 use common::input_offset;
 use std::collections::HashMap;
 

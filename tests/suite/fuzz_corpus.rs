@@ -6,9 +6,9 @@
 use crate::common;
 
 use bbcheck::blackbox::codec::Encoding;
-use bbcheck::damage::{Model, damage};
-use bbcheck::fuzzing::TARGETS;
-use bbcheck::synth::{Codes, FlightSpec, Layout, flight, flights};
+use bbcheck::testkit::blackbox::{Codes, FlightSpec, Layout, flight, flights};
+use bbcheck::testkit::damage::{Model, damage};
+use bbcheck::testkit::fuzzing::TARGETS;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Once;
@@ -101,7 +101,7 @@ fn dataflash_seeds() -> BTreeMap<String, Vec<u8>> {
         .map(|(name, seed, seconds)| {
             (
                 name.to_owned(),
-                bbcheck::dataflash::synth::flight(seed, seconds),
+                bbcheck::testkit::dataflash::flight(seed, seconds),
             )
         })
         .collect()

@@ -8,8 +8,8 @@ use bbcheck::blackbox::frame::FrameKind;
 use bbcheck::blackbox::sink::{EventFrame, Frame, Sink};
 use bbcheck::blackbox::writer::SessionWriter;
 use bbcheck::blackbox::{Session, event::Event};
-use bbcheck::damage::{self, Model};
 use bbcheck::report::{DamageReason, FileReport};
+use bbcheck::testkit::damage::{self, Model};
 
 const LOG: &str = "real/blackbox/betaflight-4.5.3-bucksaw-btfl_005.bbl";
 

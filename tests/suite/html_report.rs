@@ -429,7 +429,7 @@ fn one_file_writes_the_page_named_or_into_a_directory_named() {
 fn text_from_the_file_is_escaped() {
     let dir = TempDir::new("html-escape");
     let hostile = "<script>alert(1)</script>\"'&<b>";
-    let data = bbcheck::synth::demo_log();
+    let data = bbcheck::testkit::blackbox::demo_log();
     let from = b"H Craft name:synthetic-1\n";
     let at = data
         .windows(from.len())

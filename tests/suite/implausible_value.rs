@@ -7,9 +7,9 @@ use crate::common;
 
 use bbcheck::blackbox::frame::FrameKind;
 use bbcheck::blackbox::writer::SessionWriter;
-use bbcheck::fuzzing::{Collect, Record};
 use bbcheck::report::{DamageReason, FileReport};
-use bbcheck::synth::{self, FlightSpec, Layout};
+use bbcheck::testkit::blackbox::{self as synth, FlightSpec, Layout};
+use bbcheck::testkit::fuzzing::{Collect, Record};
 use common::Located;
 
 fn decode(data: &[u8]) -> (Collect, FileReport) {

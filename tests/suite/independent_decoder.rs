@@ -5,7 +5,7 @@
 use crate::common;
 
 use bbcheck::blackbox::salvage::salvage;
-use bbcheck::damage::{self, Model};
+use bbcheck::testkit::damage::{self, Model};
 use blackbox_log::data::ParserEvent;
 
 fn supported(revision: &str) -> bool {

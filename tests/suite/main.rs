@@ -3,6 +3,7 @@
 
 mod common;
 
+mod architecture;
 mod blackbox_csv;
 mod clean_flights;
 mod cli;

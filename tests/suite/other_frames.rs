@@ -6,7 +6,7 @@ use crate::common;
 
 use bbcheck::blackbox::frame::FrameKind;
 use bbcheck::report::FileReport;
-use bbcheck::synth::{self, FlightSpec, Layout};
+use bbcheck::testkit::blackbox::{self as synth, FlightSpec, Layout};
 use common::Located;
 
 fn decode(data: &[u8]) -> (Located, FileReport) {

@@ -67,13 +67,13 @@ fn sessions_decoded_in_pieces_give_the_single_thread_report() {
 
 #[test]
 fn one_long_session_split_between_threads_joins_and_gives_the_single_thread_report() {
-    use bbcheck::damage::{self, Model};
-    use bbcheck::synth::{FlightSpec, Layout};
+    use bbcheck::testkit::blackbox::{FlightSpec, Layout};
+    use bbcheck::testkit::damage::{self, Model};
     let spec = FlightSpec {
         iterations: 200_000,
         ..FlightSpec::new(Layout::Betaflight4)
     };
-    let clean = bbcheck::synth::flight(&spec);
+    let clean = bbcheck::testkit::blackbox::flight(&spec);
     let piece = clean.len() / 3;
     let one = blackbox::decode("log", &clean, |_, _| {}, &mut Discard);
     assert_eq!(one.sessions.len(), 1);

@@ -6,7 +6,7 @@
 //! the damage they do: most are found, and every one found is taken out exactly.
 
 use crate::common::{self, TempDir, bbcheck};
-use bbcheck::damage::{self, Model};
+use bbcheck::testkit::damage::{self, Model};
 use serde_json::Value;
 use std::path::Path;
 

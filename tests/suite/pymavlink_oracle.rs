@@ -10,8 +10,8 @@
 
 use crate::common;
 
-use bbcheck::damage::{Model, damage};
 use bbcheck::dataflash::{self, fmt::Formats};
+use bbcheck::testkit::damage::{Model, damage};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;

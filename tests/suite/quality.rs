@@ -35,8 +35,8 @@ use bbcheck::blackbox::decoder::Validation;
 use bbcheck::blackbox::event::Event;
 use bbcheck::blackbox::frame::FrameKind;
 use bbcheck::blackbox::sink::{EventFrame, Frame, Sink};
-use bbcheck::damage::{self, Model};
 use bbcheck::report::Trust;
+use bbcheck::testkit::damage::{self, Model};
 use std::collections::HashMap;
 
 const SEEDS: u64 = 6;

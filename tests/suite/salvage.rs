@@ -7,8 +7,8 @@ use bbcheck::blackbox::event::Event;
 use bbcheck::blackbox::frame::FrameKind;
 use bbcheck::blackbox::salvage::salvage;
 use bbcheck::blackbox::sink::{EventFrame, Frame, Sink};
-use bbcheck::damage::{self, Model};
 use bbcheck::report::{Keep, RegionKind};
+use bbcheck::testkit::damage::{self, Model};
 use std::path::PathBuf;
 
 #[derive(Default, PartialEq, Debug)]
@@ -207,7 +207,7 @@ impl bbcheck::blackbox::salvage::Output for Pieces {
 
 /// A synthetic Betaflight 4 flight of one session logging `iterations` loop iterations.
 fn long_flight(iterations: u32) -> Vec<u8> {
-    use bbcheck::synth::{FlightSpec, Layout, flight};
+    use bbcheck::testkit::blackbox::{FlightSpec, Layout, flight};
     flight(&FlightSpec {
         iterations,
         ..FlightSpec::new(Layout::Betaflight4)

@@ -6,7 +6,7 @@ use crate::common;
 #[test]
 fn demo_log_is_what_the_generator_makes() {
     let path = common::own_corpus().join("generated/demo.bbl");
-    let generated = bbcheck::synth::demo_log();
+    let generated = bbcheck::testkit::blackbox::demo_log();
     if std::env::var("BBCHECK_BLESS").is_ok_and(|v| v == "1") {
         std::fs::write(&path, &generated).unwrap();
     }

@@ -9,8 +9,8 @@ use bbcheck::blackbox::event::Event;
 use bbcheck::blackbox::frame::FrameKind;
 use bbcheck::blackbox::sink::{Frame, Sink};
 use bbcheck::blackbox::writer::SessionWriter;
-use bbcheck::fuzzing::{Collect, Record};
 use bbcheck::report::{DamageReason, FileReport, Rule, Trust};
+use bbcheck::testkit::fuzzing::{Collect, Record};
 
 fn decode(data: &[u8]) -> (Collect, FileReport) {
     let mut records = Collect::default();

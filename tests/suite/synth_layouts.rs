@@ -5,7 +5,7 @@
 use crate::common;
 
 use bbcheck::blackbox::header::Header;
-use bbcheck::synth::{FlightSpec, Layout, flight};
+use bbcheck::testkit::blackbox::{FlightSpec, Layout, flight};
 
 /// The real log each layout imitates.
 const REAL: [(Layout, &str); 3] = [

@@ -226,8 +226,8 @@ fn column_name(type_name: &str, instance: Option<u8>, column: Option<&String>) -
 mod tests {
     use super::*;
     use crate::dataflash::fmt::Definition;
-    use crate::dataflash::synth::message;
     use crate::report::{Rule, Trust};
+    use crate::testkit::dataflash::message;
 
     /// `VIBE` (`QBf`: time, IMU instance, a float), with FMTU's unit ids if any.
     fn vibe(units: Option<&str>) -> Format {

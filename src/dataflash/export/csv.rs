@@ -293,7 +293,7 @@ pub fn write_csv<W: Write>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dataflash::synth::{fmt, message, text};
+    use crate::testkit::dataflash::{fmt, message, text};
 
     /// Tables by name, as text, with `values`.
     fn export_values(data: &[u8], values: Values) -> Vec<(String, String)> {

@@ -52,7 +52,11 @@ pub fn clean_real_logs() -> Vec<(String, Vec<u8>)> {
 
 /// Where the bytes `[offset, offset + len)` of a damaged copy were in its input, when they are an
 /// unchanged stretch of it.
-pub fn input_offset(changes: &[bbcheck::damage::Change], offset: u64, len: u64) -> Option<u64> {
+pub fn input_offset(
+    changes: &[bbcheck::testkit::damage::Change],
+    offset: u64,
+    len: u64,
+) -> Option<u64> {
     // Unchanged stretches: (damaged start, input start), each up to the next change.
     let (mut out, mut input) = (0u64, 0u64);
     for c in changes {

@@ -2,9 +2,9 @@
 //! (FMT for every type, UNIT, MULT and FMTU, the firmware MSG, parameters, then attitude, IMU and
 //! GPS messages at their rates), used as the project's own corpus and fuzzing seeds.
 
-use super::fmt::{Definition, FMT_LENGTH, FMT_TYPE, Format, HEADER};
-use super::salvage::fmt_message;
-use crate::synth::Noise;
+use crate::dataflash::fmt::{Definition, FMT_LENGTH, FMT_TYPE, Format, HEADER};
+use crate::dataflash::salvage::fmt_message;
+use crate::testkit::blackbox::Noise;
 
 /// The types a synthetic log defines: id, name, format characters, columns, unit and multiplier
 /// ids (one per column, as FMTU gives them).
@@ -90,7 +90,7 @@ fn format_of(entry: &(u8, &str, &str, &str, &str, &str)) -> Format {
     let (type_id, name, format, columns, _, _) = *entry;
     let size: usize = format
         .bytes()
-        .filter_map(super::fmt::FieldType::from_char)
+        .filter_map(crate::dataflash::fmt::FieldType::from_char)
         .map(|f| f.size())
         .sum();
     let definition = Definition {

@@ -412,7 +412,7 @@ mod tests {
     use super::*;
 
     fn demo() -> Vec<u8> {
-        crate::synth::demo_log()
+        crate::testkit::blackbox::demo_log()
     }
 
     #[test]
