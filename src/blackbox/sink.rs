@@ -48,3 +48,19 @@ pub trait Sink {
 /// A sink that keeps nothing (for `check`).
 pub struct Discard;
 impl Sink for Discard {}
+
+/// A sink borrowed is a sink.
+impl<S: Sink + ?Sized> Sink for &mut S {
+    fn frame(&mut self, frame: &Frame<'_>) {
+        (**self).frame(frame);
+    }
+    fn event(&mut self, event: &EventFrame<'_>) {
+        (**self).event(event);
+    }
+    fn searched(&mut self, offset: usize) {
+        (**self).searched(offset);
+    }
+    fn started(&mut self, range: Range<usize>) {
+        (**self).started(range);
+    }
+}

@@ -2,6 +2,7 @@
 
 use super::checked::{Checked, verdict_tally};
 use super::hexdump::write_span_bytes;
+use super::timeline::Timeline;
 use super::{
     Detected, EXIT_CLEAN, EXIT_DAMAGED, EXIT_ERROR, Error, LogFormat, detect, html, input,
     terminal, terminal::Paint,
@@ -56,31 +57,49 @@ pub fn check_data(
     format: LogFormat,
     reached: &[AtomicU64],
     done: &[AtomicU64],
+    timeline: Option<&mut Timeline>,
 ) -> Result<Checked, Error> {
     let name = input::name(path);
     match detect(path, data, format)? {
         Detected::Dataflash => {
-            let reached = dataflash::reader::Noting(&reached[0]);
-            let mut sink = input::Progress::new(reached, &done[0]);
-            Ok(Checked::Dataflash(Box::new(dataflash::decode(
-                &name, data, &mut sink,
-            ))))
+            let mut noting = dataflash::reader::Noting(&reached[0]);
+            let report = match timeline {
+                Some(timeline) => {
+                    let mut sink = input::Progress::new((timeline, &mut noting), &done[0]);
+                    dataflash::decode(&name, data, &mut sink)
+                }
+                None => dataflash::decode(&name, data, &mut input::Progress::new(noting, &done[0])),
+            };
+            Ok(Checked::Dataflash(Box::new(report)))
         }
         Detected::Blackbox if !blackbox::is_blackbox(data) => {
             Err(Error::not_a_blackbox_log(path, data))
         }
-        Detected::Blackbox => Ok(Checked::Blackbox(blackbox::decode_in_parallel(
-            &name,
-            data,
-            reached.len(),
-            |worker| {
+        // A timeline follows the sessions in file order, on one thread.
+        Detected::Blackbox => Ok(Checked::Blackbox(match timeline {
+            Some(timeline) => {
+                let reached = input::Reached {
+                    inner: timeline,
+                    reached: &reached[0],
+                };
+                let mut sink = input::Progress::new(reached, &done[0]);
+                blackbox::decode(
+                    &name,
+                    data,
+                    |session, sink: &mut input::Progress<'_, input::Reached<'_, &mut Timeline>>| {
+                        sink.inner.inner.blackbox_session(session)
+                    },
+                    &mut sink,
+                )
+            }
+            None => blackbox::decode_in_parallel(&name, data, reached.len(), |worker| {
                 let reached = input::Reached {
                     inner: Discard,
                     reached: &reached[worker],
                 };
                 input::Progress::new(reached, &done[worker])
-            },
-        ))),
+            }),
+        })),
     }
 }
 
@@ -169,14 +188,17 @@ fn jobs(paths: &[PathBuf]) -> Result<Vec<Job>, Error> {
 /// may share.
 fn check_one(job: &Job, args: &Args, reached: &[AtomicU64], done: &[AtomicU64]) -> Outcome {
     let checked = input::open(&job.path).and_then(|data| {
-        let (mut report, timeline) =
-            input::bounded(&data, reached, &ProgressBar::hidden(), || {
-                if job.page.is_some() {
-                    return html::check(&job.path, &data, args.format, &reached[0], &done[0])
-                        .map(|(r, t)| (r, Some(t)));
-                }
-                check_data(&job.path, &data, args.format, reached, done).map(|r| (r, None))
-            })?;
+        let mut timeline = job.page.as_ref().map(|_| Timeline::default());
+        let mut report = input::bounded(&data, reached, &ProgressBar::hidden(), || {
+            check_data(
+                &job.path,
+                &data,
+                args.format,
+                reached,
+                done,
+                timeline.as_mut(),
+            )
+        })?;
         report.file_mut().text_mode_copy = data.text_mode_copy();
         report.file_mut().periodic_insertions = data.insertions().cloned().map(Box::new);
         if let (Some(page), Some(timeline)) = (&job.page, &timeline) {
@@ -721,4 +743,44 @@ fn write_suspect_span(
         write!(out, "; flight time {} – {}", seconds(a), seconds(b))?;
     }
     writeln!(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checking_for_a_page_notes_how_far_it_has_reached_in_either_format() {
+        let logs = [
+            crate::testkit::blackbox::demo_log(),
+            crate::testkit::dataflash::flight(1, 20),
+        ];
+        for data in logs {
+            let (reached, done) = (AtomicU64::new(0), AtomicU64::new(0));
+            let mut timeline = Timeline::default();
+            let mut checked = check_data(
+                Path::new("log"),
+                &data,
+                LogFormat::Auto,
+                std::slice::from_ref(&reached),
+                std::slice::from_ref(&done),
+                Some(&mut timeline),
+            )
+            .unwrap();
+            // One timeline per session.
+            assert_eq!(timeline.tracks.len(), checked.file_mut().sessions.len());
+            let (reached, done) = (reached.into_inner(), done.into_inner());
+            // The last frames or messages start near the end.
+            let len = data.len() as u64;
+            assert!(
+                reached > len * 9 / 10 && reached < len,
+                "reached {reached} of {len}"
+            );
+            assert!(done > len * 9 / 10 && done <= len, "done {done} of {len}");
+            assert!(matches!(
+                (&checked, data.starts_with(b"H Product")),
+                (Checked::Blackbox(_), true) | (Checked::Dataflash(_), false)
+            ));
+        }
+    }
 }

@@ -17,6 +17,7 @@ mod input;
 mod output;
 mod salvage;
 mod terminal;
+mod timeline;
 
 use clap::{Parser, Subcommand};
 use std::fmt;
