@@ -12,7 +12,7 @@ use crate::blackbox::codec::elias::{self, BitWriter};
 use crate::blackbox::codec::varint::{self, MAX_VARINT_LEN};
 use crate::blackbox::codec::{BitResult, CodecError, CodecResult, Encoding, sign_extend, tag};
 use crate::blackbox::event::{AdjustmentValue, Event};
-use crate::blackbox::evidence::offset_threshold;
+use crate::blackbox::evidence::p_frame_offset::p_offset_threshold;
 use crate::blackbox::frame::{FrameKind, MAX_FRAME_LEN};
 use crate::blackbox::header::{Firmware, Header, LOG_START_MARKER};
 use crate::blackbox::predictor::normalise;
@@ -767,7 +767,7 @@ impl Builder {
                     let quiet_bound = self
                         .quietest_group
                         .get(i)
-                        .map_or(i64::MAX, |&quietest| offset_threshold(quietest) - 1);
+                        .map_or(i64::MAX, |&quietest| p_offset_threshold(quietest) - 1);
                     let bound = (scale + 2).min(quiet_bound);
                     let step = i64::from(src.value()).rem_euclid(2 * bound + 1) - bound;
                     let (low, high) = if field.signed {

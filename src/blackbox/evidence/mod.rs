@@ -30,7 +30,7 @@ use crate::report::{Evidence, Rule};
 pub const CORRUPT_SCORE: f64 = 64.0;
 
 /// How many times the largest change inside the groups a field's step into and out of a group
-/// must be to set the group's I frame apart (clean real logs stay under 2).
+/// must be to set the group's I frame apart (clean flights reach 2.14).
 pub const OFFSET_FACTOR: i64 = 4;
 
 /// The step an offset must reach to stand out from a field's largest `change` elsewhere:

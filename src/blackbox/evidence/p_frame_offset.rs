@@ -2,18 +2,29 @@
 //! the error on by the field's predictor (in full for "previous", settling at two thirds for
 //! "average of two"), and the next I frame takes it back. The error that best explains the
 //! field's steps is fitted and compared with the field's recent [`Motion`] and with every step it
-//! leaves unexplained (threshold: [`offset_threshold`] of both), and at least [`MIN_CARRIED`] P
-//! frames must carry it. Level: suspect (`p-frame-offset`). Calibration: no clean flight shows
-//! it with the factor lowered from 4 to 3, or with two carrying frames; with one it fired on the
+//! leaves unexplained (threshold: [`p_offset_threshold`] of both), and at least [`MIN_CARRIED`] P
+//! frames must carry it. Level: suspect (`p-frame-offset`). Calibration: on every clean flight
+//! the error stays under 2.5 times (2 more than) the largest of the two, so a factor of
+//! [`P_OFFSET_FACTOR`] (3) leaves a margin of 1.2; with one carrying frame it fired on the
 //! generated transients peaking at a group's end and on an Indiflight estimator state
 //! (`docs/quality.md`).
 
-use super::{MIN_MAINS_FOR_OFFSET, OFFSET_FACTOR, Offset, offset_threshold};
+use super::{MIN_MAINS_FOR_OFFSET, Offset};
 use crate::blackbox::group::Group;
 use crate::blackbox::predictor::Predictor;
 
 /// P frames after the one a P-frame offset starts at that must carry it.
 pub const MIN_CARRIED: usize = 2;
+
+/// How many times (2 more than) a field's recent motion and every step left unexplained the
+/// error fitted to a P-frame offset must reach. Clean flights reach 2.5.
+pub const P_OFFSET_FACTOR: i64 = 3;
+
+/// The error a P-frame offset must reach beside a field's `change` elsewhere.
+#[inline(always)]
+pub fn p_offset_threshold(change: i64) -> i64 {
+    P_OFFSET_FACTOR * (change + 2)
+}
 
 /// I-frame intervals in one window of [`Motion`].
 pub const MOTION_WINDOW_GROUPS: u32 = 32;
@@ -41,7 +52,7 @@ pub struct Motion {
     previous: Vec<i64>,
     previous_groups: u32,
     /// Per field, what a step to the next I frame must reach to be looked at: the
-    /// [`offset_threshold`] of its motion; `i64::MAX` for a field not watched, or before enough
+    /// [`p_offset_threshold`] of its motion; `i64::MAX` for a field not watched, or before enough
     /// groups were learnt.
     thresholds: Vec<i64>,
 }
@@ -89,7 +100,7 @@ impl Motion {
         let warm = self.current_groups + self.previous_groups >= MIN_MOTION_GROUPS;
         for f in 0..n {
             self.thresholds[f] = if warm && self.watched[f] {
-                offset_threshold(self.largest(f))
+                p_offset_threshold(self.largest(f))
             } else {
                 i64::MAX
             };
@@ -128,7 +139,7 @@ impl Group {
     /// takes it back. Only fields whose step to `next` reaches their threshold in `motion` are
     /// looked at. The field's largest step inside the group is taken for the error's start, and
     /// the error that best explains the steps from there to `next` is fitted: the frame is offset
-    /// when that error reaches the [`offset_threshold`] of the field's recent motion and of every
+    /// when that error reaches the [`p_offset_threshold`] of the field's recent motion and of every
     /// step it leaves unexplained.
     pub fn first_offset_p_frame(
         &self,
@@ -217,7 +228,7 @@ impl Group {
             .map(|(s, g)| (s as f64 - error * g).abs())
             .chain(steps().take(start - 1).map(|s| s.abs() as f64))
             .fold(quiet as f64, f64::max);
-        let threshold = OFFSET_FACTOR as f64 * (unexplained + 2.0);
+        let threshold = P_OFFSET_FACTOR as f64 * (unexplained + 2.0);
         (error.abs() >= threshold).then_some((
             start,
             Offset {
