@@ -28,10 +28,10 @@ fn chromium() -> Option<PathBuf> {
             path.display()
         );
     }
-    eprintln!(
-        "SKIPPED: no chromium at {} (apt-get install chromium, or set BBCHECK_CHROMIUM)",
+    common::skipped(&format!(
+        "no chromium at {} (apt-get install chromium, or set BBCHECK_CHROMIUM)",
         path.display()
-    );
+    ));
     None
 }
 

@@ -35,7 +35,7 @@ fn python() -> Option<PathBuf> {
     if std::env::var("CI").is_ok_and(|v| v == "true") {
         panic!("{message}");
     }
-    eprintln!("SKIPPED: {message}");
+    common::skipped(&message);
     None
 }
 

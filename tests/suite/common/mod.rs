@@ -22,11 +22,19 @@ pub fn corpus() -> Option<PathBuf> {
             dir.display()
         );
     }
-    eprintln!(
-        "SKIPPED: no real-log corpus at {} (set BBCHECK_CORPUS)",
+    skipped(&format!(
+        "no real-log corpus at {} (set BBCHECK_CORPUS)",
         dir.display()
-    );
+    ));
     None
+}
+
+/// Say that the running test skips its checks, and why, in the test run's normal output (the
+/// harness keeps what tests print to itself unless they fail).
+pub fn skipped(why: &str) {
+    use std::io::Write;
+    let test = std::thread::current().name().unwrap_or("a test").to_owned();
+    let _ = writeln!(std::io::stderr().lock(), "SKIPPED {test}: {why}");
 }
 
 /// The clean real logs: those whose manifest notes say nothing of damage.
