@@ -156,6 +156,9 @@ pub struct Format {
     pub role: Role,
     /// Whether the first field is a microsecond timestamp (`TimeUS`, an integer).
     pub time_us: bool,
+    /// Whether the first field is a millisecond timestamp on the same clock (`TimeMS`, an
+    /// integer, as logs before ArduPilot 3.3 write it).
+    pub time_ms: bool,
     /// Unit and multiplier ids per column, from FMTU.
     pub unit_ids: Option<String>,
     pub mult_ids: Option<String>,
@@ -311,11 +314,12 @@ impl Format {
             "DSF" => Role::LoggerStats,
             _ => Role::Data,
         };
-        let time_us = columns.first().is_some_and(|c| c == "TimeUS")
-            && matches!(
-                fields.first(),
-                Some(FieldType::U64 | FieldType::U32 | FieldType::I64)
-            );
+        let integer_time = matches!(
+            fields.first(),
+            Some(FieldType::U64 | FieldType::U32 | FieldType::I64)
+        );
+        let time_us = integer_time && columns.first().is_some_and(|c| c == "TimeUS");
+        let time_ms = integer_time && columns.first().is_some_and(|c| c == "TimeMS");
         let declared_length = clamp_i64(d.length);
         let type_id = u8::try_from(d.type_value);
         let problem = match type_id {
@@ -344,6 +348,7 @@ impl Format {
             defined_at,
             role,
             time_us,
+            time_ms,
             unit_ids: None,
             mult_ids: None,
         };

@@ -44,6 +44,23 @@ impl<'a> Message<'a> {
         if !self.format.time_us {
             return None;
         }
+        self.first_integer()
+    }
+
+    /// The time of the flight controller's clock the message carries, in microseconds: its
+    /// `TimeUS`, or its `TimeMS` (older logs) in microseconds.
+    #[inline]
+    pub fn clock_us(&self) -> Option<u64> {
+        match (self.format.time_us, self.format.time_ms) {
+            (true, _) => self.first_integer(),
+            (false, true) => self.first_integer()?.checked_mul(1000),
+            (false, false) => None,
+        }
+    }
+
+    /// The first field, when it is a non-negative integer.
+    #[inline]
+    fn first_integer(&self) -> Option<u64> {
         let (_, first) = field(*self.format.fields.first()?, self.body()).ok()?;
         u64::try_from(first.as_integer()?).ok()
     }

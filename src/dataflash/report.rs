@@ -59,7 +59,7 @@ impl Sink for Observer {
             self.sessions.push(SessionStats::default());
         }
         let stats = self.sessions.last_mut().expect("one session at least");
-        let time = message.time_us();
+        let time = message.clock_us();
         if let Some(t) = time {
             stats.first_time_us.get_or_insert(t);
             stats.last_time_us = Some(t);

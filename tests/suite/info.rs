@@ -199,3 +199,26 @@ fn info_on_what_is_not_a_log_is_an_error() {
         "{error}"
     );
 }
+
+#[test]
+fn a_log_timed_in_milliseconds_has_a_duration() {
+    // ArduPilot before 3.3 timed its messages with `TimeMS`, milliseconds of the same clock.
+    use bbcheck::testkit::dataflash::{fmt, message};
+    let mut log = fmt(0x81, 3 + 10, "ATT", "Ihhh", "TimeMS,Roll,Pitch,Yaw");
+    for ms in [1_000u32, 2_000, 31_500] {
+        let mut body = ms.to_le_bytes().to_vec();
+        body.extend_from_slice(&[0; 6]);
+        log.extend(message(0x81, &body));
+    }
+    let dir = TempDir::new("info-timems");
+    let path = dir.join("copter-3.2.bin");
+    std::fs::write(&path, &log).unwrap();
+    let path = path.to_str().unwrap();
+    let info = json(&["info", "--json", "--format", "dataflash", path]);
+    assert_eq!(info["sessions"][0]["duration_us"], 30_500_000);
+    let check = json(&["check", "--json", "--format", "dataflash", path]);
+    assert_eq!(check["sessions"][0]["first_time_us"], 1_000_000);
+    let out = bbcheck(&["info", "--format", "dataflash", path]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(!text.contains("unknown (no timed frame)"), "{text}");
+}
