@@ -155,33 +155,10 @@ struct Row {
 
 /// The files to check: the paths given, with directories walked recursively in name order.
 fn jobs(paths: &[PathBuf]) -> Result<Vec<Job>, Error> {
-    fn walk(dir: &Path, out: &mut Vec<Job>) -> Result<(), Error> {
-        let mut entries = std::fs::read_dir(dir)
-            .and_then(|entries| {
-                entries
-                    .map(|e| e.map(|e| e.path()))
-                    .collect::<Result<Vec<_>, _>>()
-            })
-            .map_err(|e| Error::io(dir, e))?;
-        entries.sort();
-        for path in entries {
-            if path.is_dir() {
-                walk(&path, out)?;
-            } else if path.is_file() {
-                out.push(Job::new(path, true));
-            }
-        }
-        Ok(())
-    }
-    let mut out = Vec::new();
-    for path in paths {
-        if path.is_dir() {
-            walk(path, &mut out)?;
-        } else {
-            out.push(Job::new(path.clone(), false));
-        }
-    }
-    Ok(out)
+    Ok(input::walk(paths)?
+        .into_iter()
+        .map(|(path, found)| Job::new(path, found))
+        .collect())
 }
 
 /// Check one file; `reached` and `done` hold an offset and a byte count per thread its sessions

@@ -2,13 +2,14 @@
 //! session in the layout of the reference C decoder.
 
 use super::output::{AtomicFile, ClosedFile, WRITE_BUFFER};
-use super::{Detected, Error, LogFormat, detect, exit_once_written, input};
+use super::{Detected, EXIT_CLEAN, Error, LogFormat, detect, exit_once_written, input, terminal};
 use crate::blackbox::export::csv::{self, ReferenceCsv};
 use crate::blackbox::export::jsonl::JsonlSink;
 use crate::blackbox::frame::FrameKind;
 use crate::blackbox::sink::{EventFrame, Frame, Sink};
 use crate::blackbox::{self, Session};
 use crate::report::{FileReport, Keep};
+use std::collections::HashSet;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
@@ -16,8 +17,12 @@ use std::sync::atomic::AtomicU64;
 #[derive(Debug, clap::Args)]
 #[command(group(clap::ArgGroup::new("format").required(true).args(["jsonl", "csv"])))]
 pub struct Args {
-    /// Log file to export.
-    file: PathBuf,
+    /// Log files to export (`-` reads standard input); directories are searched recursively,
+    /// and files in them that hold no log are skipped. With several, JSON Lines gives each
+    /// file's records after a `{"type":"file","path":…}` record, and CSV files of two inputs
+    /// with the same stem in one directory are told apart as `<stem>.2.*`.
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
     /// JSON Lines on standard output: a session record, then one record per frame and event.
     #[arg(long)]
     jsonl: bool,
@@ -63,46 +68,80 @@ impl Args {
     }
 }
 
-/// Where CSV files go (an `-o` directory is created when missing), and the stem their names start
-/// with.
-fn csv_destination(args: &Args) -> Result<(PathBuf, String), Error> {
-    let dir = match &args.output_dir {
-        Some(dir) => {
-            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-            dir.clone()
-        }
-        None => args
-            .file
+/// One file to export: its path, whether it was found in a directory (skipped, not an error,
+/// when it holds no log), and the stem its CSV files are named with.
+struct Job {
+    path: PathBuf,
+    found: bool,
+    stem: String,
+}
+
+/// The directory CSV files of `path` go to: the `-o` directory or the input's own.
+fn csv_dir(args: &Args, path: &Path) -> PathBuf {
+    match &args.output_dir {
+        Some(dir) => dir.clone(),
+        None => path
             .parent()
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
-    };
-    // Standard input has no name: its files are `stdin.*`, as its --html page is.
-    let stem = match args.file.file_stem() {
-        _ if args.file == Path::new("-") => "stdin".to_owned(),
-        Some(stem) => stem.to_string_lossy().into_owned(),
-        None => "log".to_owned(),
-    };
-    Ok((dir, stem))
+    }
+}
+
+/// The files to export, each with a stem no other file going to the same directory has.
+fn jobs(args: &Args) -> Result<Vec<Job>, Error> {
+    let mut taken = HashSet::new();
+    Ok(input::walk(&args.files)?
+        .into_iter()
+        .map(|(path, found)| {
+            // Standard input has no name: its files are `stdin.*`, as its --html page is.
+            let stem = match path.file_stem() {
+                _ if path == Path::new("-") => "stdin".to_owned(),
+                Some(stem) => stem.to_string_lossy().into_owned(),
+                None => "log".to_owned(),
+            };
+            let dir = csv_dir(args, &path);
+            let mut unique = stem.clone();
+            for n in 2.. {
+                if taken.insert((dir.clone(), unique.clone())) {
+                    break;
+                }
+                unique = format!("{stem}.{n}");
+            }
+            Job {
+                path,
+                found,
+                stem: unique,
+            }
+        })
+        .collect())
+}
+
+/// Where CSV files of `job` go (an `-o` directory is created when missing).
+fn csv_destination(args: &Args, job: &Job) -> Result<PathBuf, Error> {
+    let dir = csv_dir(args, &job.path);
+    if args.output_dir.is_some() {
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    }
+    Ok(dir)
 }
 
 /// Export a DataFlash log (its mapped pages released as the scans go by). Each of its two scans
 /// (formats, then messages) moves the progress bar across the file.
-fn run_dataflash(args: &Args, input: &input::Input) -> Result<u8, Error> {
+fn run_dataflash(args: &Args, job: &Job, input: &input::Input) -> Result<u8, Error> {
     let reached = AtomicU64::new(0);
     let bar = input::progress_bar(input.len() as u64);
     input::bounded(input, std::slice::from_ref(&reached), &bar, || {
-        export_dataflash(args, input, &reached)
+        export_dataflash(args, job, input, &reached)
     })
 }
 
-fn export_dataflash(args: &Args, data: &[u8], reached: &AtomicU64) -> Result<u8, Error> {
+fn export_dataflash(args: &Args, job: &Job, data: &[u8], reached: &AtomicU64) -> Result<u8, Error> {
     if args.session.is_some() {
         return Err(Error::Usage(format!(
             "{}: --session applies to Blackbox logs; a DataFlash log is exported whole",
-            args.file.display()
+            job.path.display()
         )));
     }
-    let name = input::name(&args.file);
+    let name = input::name(&job.path);
     let selection = crate::dataflash::export::csv::Selection {
         keep: args.keep(),
         values: if args.raw {
@@ -154,7 +193,7 @@ fn export_dataflash(args: &Args, data: &[u8], reached: &AtomicU64) -> Result<u8,
         }
         report
     } else {
-        let (dir, stem) = csv_destination(args)?;
+        let (dir, stem) = (csv_destination(args, job)?, &job.stem);
         // The first error creating a file, with its path.
         let mut failed: Option<Error> = None;
         let result = crate::dataflash::export::csv::write_csv(
@@ -194,33 +233,42 @@ fn export_dataflash(args: &Args, data: &[u8], reached: &AtomicU64) -> Result<u8,
     Ok(exit_once_written(!report.is_clean(), args.fail_on_damage))
 }
 
-pub fn run(args: &Args) -> Result<u8, Error> {
-    let data = input::open(&args.file)?;
-    if detect(&args.file, &data, args.log_format)? == Detected::Dataflash {
-        return run_dataflash(args, &data);
+/// Export one file.
+/// Export one file; `named`: its JSON Lines follow a record naming it.
+fn export_one(args: &Args, job: &Job, named: bool) -> Result<u8, Error> {
+    let data = input::open(&job.path)?;
+    let format = detect(&job.path, &data, args.log_format)?;
+    if format == Detected::Blackbox && !blackbox::is_blackbox(&data) {
+        return Err(Error::not_a_blackbox_log(&job.path, &data));
     }
-    if !blackbox::is_blackbox(&data) {
-        return Err(Error::not_a_blackbox_log(&args.file, &data));
+    if named && args.jsonl {
+        let path = serde_json::to_string(&job.path.to_string_lossy())
+            .map_err(|e| Error::io(Path::new("<stdout>"), e.into()))?;
+        writeln!(io::stdout().lock(), "{{\"type\":\"file\",\"path\":{path}}}")
+            .map_err(|e| Error::io(Path::new("<stdout>"), e))?;
+    }
+    if format == Detected::Dataflash {
+        return run_dataflash(args, job, &data);
     }
     if args.raw || args.types.is_some() {
         return Err(Error::Usage(format!(
             "{}: --raw and --types apply to DataFlash logs; a Blackbox export is whole",
-            args.file.display()
+            job.path.display()
         )));
     }
     if args.session == Some(0) {
         return Err(Error::Usage(format!(
             "{}: --session counts from 1",
-            args.file.display()
+            job.path.display()
         )));
     }
     if !args.jsonl && args.output_dir.as_deref() == Some(Path::new("-")) {
         return Err(Error::Usage(format!(
             "{}: -o -: a Blackbox CSV export writes several files; name a directory",
-            args.file.display()
+            job.path.display()
         )));
     }
-    let name = input::name(&args.file);
+    let name = input::name(&job.path);
     let reached = AtomicU64::new(0);
     let bar = input::progress_bar(data.len() as u64);
     let report = if args.jsonl {
@@ -238,9 +286,12 @@ pub fn run(args: &Args) -> Result<u8, Error> {
         .map_err(|e| Error::io(Path::new("<stdout>"), e))?
     } else {
         let created = args.output_dir.as_deref().is_some_and(|d| !d.exists());
-        let (dir, stem) = csv_destination(args)?;
+        let dir = csv_destination(args, job)?;
         let mut sink = input::Reached {
-            inner: OneSession::new(CsvSink::new(dir.clone(), stem, args.keep()), args.session),
+            inner: OneSession::new(
+                CsvSink::new(dir.clone(), job.stem.clone(), args.keep()),
+                args.session,
+            ),
             reached: &reached,
         };
         let report = input::bounded(&data, std::slice::from_ref(&reached), &bar, || {
@@ -260,7 +311,7 @@ pub fn run(args: &Args) -> Result<u8, Error> {
         if let Some(e) = csv.error.take() {
             return Err(e);
         }
-        if no_such_session(args, &report).is_none() {
+        if no_such_session(args, &job.path, &report).is_none() {
             for file in std::mem::take(&mut csv.done) {
                 file.commit()?;
             }
@@ -270,7 +321,7 @@ pub fn run(args: &Args) -> Result<u8, Error> {
         }
         report
     };
-    if let Some(e) = no_such_session(args, &report) {
+    if let Some(e) = no_such_session(args, &job.path, &report) {
         return Err(e);
     }
     let damaged = report
@@ -280,13 +331,48 @@ pub fn run(args: &Args) -> Result<u8, Error> {
     Ok(exit_once_written(damaged, args.fail_on_damage))
 }
 
+/// Export every file named (directories walked), one after the other: a file that cannot be
+/// exported is reported and the others are still written (exit 2 at the end).
+pub fn run(args: &Args) -> Result<u8, Error> {
+    let jobs = jobs(args)?;
+    let several = jobs.len() > 1 || args.files.iter().any(|f| f.is_dir());
+    if several && args.session.is_some() {
+        return Err(Error::Usage(
+            "--session N names a session of one file: export one file with it".into(),
+        ));
+    }
+    if several && args.output_dir.as_deref() == Some(Path::new("-")) {
+        return Err(Error::Usage(
+            "-o -: standard output takes one table of one file".into(),
+        ));
+    }
+    let mut code = EXIT_CLEAN;
+    for job in &jobs {
+        match export_one(args, job, several) {
+            Ok(done) => code = code.max(done),
+            Err(Error::NotALog { .. } | Error::UnknownFormat { .. }) if job.found => {
+                if !terminal::quiet() {
+                    eprintln!("{}: skipped (not a log)", job.path.display());
+                }
+            }
+            Err(e @ Error::BrokenPipe) => return Err(e),
+            Err(e) if several => {
+                super::report_error(&e);
+                code = code.max(e.exit_code());
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(code)
+}
+
 /// The error of a `--session` the file does not have.
-fn no_such_session(args: &Args, report: &FileReport) -> Option<Error> {
+fn no_such_session(args: &Args, path: &Path, report: &FileReport) -> Option<Error> {
     let n = args.session?;
     (n > report.sessions.len()).then(|| {
         Error::Usage(format!(
             "{}: there is no session {n} (the file has {})",
-            args.file.display(),
+            path.display(),
             report.sessions.len()
         ))
     })

@@ -14,7 +14,7 @@ use std::cell::Cell;
 use std::io::{self, IsTerminal, Read};
 use std::ops::Deref;
 use std::ops::Range;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -362,6 +362,38 @@ pub fn release_searched(offset: usize) {
             release_outside(map, &mut [offset as u64]);
         }
     });
+}
+
+/// The files the paths name, each with whether it was found by walking a directory (a file found
+/// that holds no log is skipped, not an error): directories are walked recursively in name order.
+pub fn walk(paths: &[PathBuf]) -> Result<Vec<(PathBuf, bool)>, Error> {
+    fn walk_dir(dir: &Path, out: &mut Vec<(PathBuf, bool)>) -> Result<(), Error> {
+        let mut entries = std::fs::read_dir(dir)
+            .and_then(|entries| {
+                entries
+                    .map(|e| e.map(|e| e.path()))
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .map_err(|e| Error::io(dir, e))?;
+        entries.sort();
+        for path in entries {
+            if path.is_dir() {
+                walk_dir(&path, out)?;
+            } else if path.is_file() {
+                out.push((path, true));
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            walk_dir(path, &mut out)?;
+        } else {
+            out.push((path.clone(), false));
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -236,6 +236,94 @@ fn csv_export_writes_one_file_per_session() {
 }
 
 #[test]
+fn export_takes_several_files_and_directories_as_check_does() {
+    let dir = TempDir::new("test-export-many");
+    let input = dir.join("in");
+    for sub in ["a", "b"] {
+        std::fs::create_dir_all(input.join(sub)).unwrap();
+        std::fs::copy(demo(), input.join(sub).join("demo.bbl")).unwrap();
+    }
+    let dataflash = input.join("b/copter.bin");
+    std::fs::write(&dataflash, bbcheck::testkit::dataflash::flight(1, 2)).unwrap();
+    std::fs::write(input.join("notes.txt"), "not a log\n").unwrap();
+    let out_dir = dir.join("out");
+    let csv = |args: &[&str]| {
+        let mut all = vec!["export", "--csv", "-o", out_dir.to_str().unwrap()];
+        all.extend_from_slice(args);
+        bbcheck(&all)
+    };
+    let out = csv(&[input.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    // The file found that holds no log is named as skipped.
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("notes.txt: skipped (not a log)"), "{said}");
+    let names = file_names(&out_dir);
+    // Two inputs of one stem going to one directory: the second's files are `<stem>.2.*`.
+    for name in [
+        "demo.01.csv",
+        "demo.2.01.csv",
+        "demo.2.02.event",
+        "copter.ATT.csv",
+    ] {
+        assert!(names.iter().any(|n| n == name), "{name} in {names:?}");
+    }
+    let alone = dir.join("alone");
+    let out = bbcheck(&[
+        "export",
+        "--csv",
+        "-o",
+        alone.to_str().unwrap(),
+        demo().to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        std::fs::read(out_dir.join("demo.2.01.csv")).unwrap(),
+        std::fs::read(alone.join("demo.01.csv")).unwrap()
+    );
+
+    // JSON Lines: each log's records after one naming it, as one file's export gives them.
+    let out = bbcheck(&["export", "--jsonl", input.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let files: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|r| r["type"] == "file")
+        .collect();
+    let paths: Vec<&str> = files.iter().map(|r| r["path"].as_str().unwrap()).collect();
+    let expected = ["a/demo.bbl", "b/copter.bin", "b/demo.bbl"].map(|p| input.join(p));
+    assert_eq!(
+        paths,
+        expected
+            .iter()
+            .map(|p| p.to_str().unwrap())
+            .collect::<Vec<_>>()
+    );
+    let one = bbcheck(&["export", "--jsonl", demo().to_str().unwrap()]);
+    let first = text.split("{\"type\":\"file\"").nth(1).unwrap();
+    let first = &first[first.find('\n').unwrap() + 1..];
+    assert_eq!(first, String::from_utf8(one.stdout).unwrap());
+
+    // A file that cannot be read is reported; the others are still written, and the exit is 2.
+    let missing = dir.join("missing.bbl");
+    let again = dir.join("again");
+    let out = bbcheck(&[
+        "export",
+        "--csv",
+        "-o",
+        again.to_str().unwrap(),
+        missing.to_str().unwrap(),
+        demo().to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("missing.bbl"));
+    assert!(again.join("demo.01.csv").is_file());
+    // A session number names a session of one file.
+    let out = csv(&["--session", "1", input.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
 fn failed_exports_leave_no_output_and_inputs_are_never_modified() {
     let dir = TempDir::new("test-nopartial");
     let input = dir.join("in.bbl");
