@@ -262,6 +262,10 @@ pub enum RegionKind {
     /// Messages of an earlier log after the end of this one (DataFlash: space the logger had
     /// preallocated or not erased; their TimeUS jumps back and the messages after agree).
     OldData,
+    /// DataFlash messages of a type whose FMT is lost: intact, stepped over by the length their
+    /// headers' spacing shows, unreadable without a definition (`--fmt-from` gives one). The
+    /// file they are in is damaged.
+    UndefinedType,
 }
 
 /// A half-open byte range `[start, end)` with what it holds.
@@ -384,15 +388,29 @@ impl SessionReport {
 }
 
 impl SessionReport {
-    /// Whether nothing in the session is damaged.
+    /// Whether nothing in the session is damaged: no corrupt span, and no bytes left unreadable
+    /// because their definitions were lost.
     pub fn is_clean(&self) -> bool {
-        self.corrupt_spans.is_empty()
+        self.corrupt_spans.is_empty() && !self.regions.iter().any(|r| r.kind.is_unreadable())
+    }
+
+    /// The session's verdict: `clean`, `suspect` or `damaged`.
+    pub fn verdict(&self) -> &'static str {
+        verdict(self.is_clean(), &self.suspect_spans)
     }
 }
 
-/// A file's verdict from its spans.
-pub fn verdict(corrupt: &[CorruptSpan], suspect: &[SuspectSpan]) -> &'static str {
-    match (corrupt.is_empty(), suspect.is_empty()) {
+impl RegionKind {
+    /// Whether the region holds intact bytes that cannot be read because what defines them was
+    /// lost (a file holding one is damaged).
+    pub fn is_unreadable(self) -> bool {
+        self == RegionKind::UndefinedType
+    }
+}
+
+/// A verdict: `damaged` unless `clean`, then `suspect` when values are in doubt.
+fn verdict(clean: bool, suspect: &[SuspectSpan]) -> &'static str {
+    match (clean, suspect.is_empty()) {
         (false, _) => "damaged",
         (true, false) => "suspect",
         (true, true) => "clean",
@@ -456,11 +474,12 @@ impl FileReport {
             .iter()
             .flat_map(|s| s.suspect_spans.iter().cloned())
             .collect();
+        let clean = corrupt_spans.is_empty() && sessions.iter().all(SessionReport::is_clean);
         FileReport {
             path,
             size,
             format: "blackbox",
-            verdict: verdict(&corrupt_spans, &suspect_spans),
+            verdict: verdict(clean, &suspect_spans),
             sessions,
             regions,
             corrupt_spans,
@@ -470,9 +489,9 @@ impl FileReport {
         }
     }
 
-    /// Whether nothing in the file is damaged.
+    /// Whether nothing in the file is damaged (see [`SessionReport::is_clean`]).
     pub fn is_clean(&self) -> bool {
-        self.corrupt_spans.is_empty()
+        self.corrupt_spans.is_empty() && self.sessions.iter().all(SessionReport::is_clean)
     }
 }
 

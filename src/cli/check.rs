@@ -471,8 +471,7 @@ fn write_session(out: &mut impl Write, s: &SessionReport, paint: Paint) -> io::R
         ),
         (false, None) => "no log-end event (recording cut short)".to_owned(),
     };
-    let session_verdict = crate::report::verdict(&s.corrupt_spans, &s.suspect_spans);
-    writeln!(out, "    {}; {ending}", verdict(session_verdict, paint))?;
+    writeln!(out, "    {}; {ending}", verdict(s.verdict(), paint))?;
     for problem in &s.header_problems {
         writeln!(out, "    header: {problem}")?;
     }

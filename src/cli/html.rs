@@ -197,7 +197,7 @@ const REASONS: [(DamageReason, &str); 15] = [
 ];
 
 /// Region kinds with their colour and what the legend says of them.
-const REGIONS: [(RegionKind, &str, &str, &str); 8] = [
+const REGIONS: [(RegionKind, &str, &str, &str); 9] = [
     (RegionKind::Header, "header", "#b9c3cf", "session header"),
     (RegionKind::Frames, "frames", "#cfe8cf", "accepted frames"),
     (
@@ -230,6 +230,12 @@ const REGIONS: [(RegionKind, &str, &str, &str); 8] = [
         "old-data",
         "#c9daf8",
         "an earlier log's messages after this one's end",
+    ),
+    (
+        RegionKind::UndefinedType,
+        "undefined-type",
+        "#fce5cd",
+        "messages of a type whose FMT is lost: intact, unreadable without one",
     ),
 ];
 
@@ -667,7 +673,7 @@ fn write_legend(out: &mut String, file: &FileReport) {
             RegionKind::Header | RegionKind::NonLogData | RegionKind::AfterLogEnd if dataflash => {
                 continue;
             }
-            RegionKind::OldData if !dataflash => continue,
+            RegionKind::OldData | RegionKind::UndefinedType if !dataflash => continue,
             _ => what,
         };
         let _ = write!(

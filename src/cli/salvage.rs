@@ -338,6 +338,15 @@ fn run_dataflash(
         if !s.formats_added.is_empty() {
             line.push_str(&format!("; FMT written for {}", s.formats_added.join(", ")));
         }
+        let undefined = &report.dataflash.undefined_types;
+        if !undefined.is_empty() {
+            let messages: u64 = undefined.iter().map(|u| u.messages).sum();
+            line.push_str(&format!(
+                "; left out {messages} messages of {} type(s) whose FMT is lost (--fmt-from DONOR \
+                 reads them)",
+                undefined.len()
+            ));
+        }
         out.push_str(&line);
         out.push('\n');
     }

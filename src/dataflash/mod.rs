@@ -14,6 +14,7 @@ pub mod message;
 pub mod reader;
 pub mod report;
 pub mod salvage;
+pub mod undefined;
 
 pub use message::Message;
 pub use reader::{Rules, Scan, Sink, scan, scan_with};

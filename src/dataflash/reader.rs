@@ -25,7 +25,9 @@ use super::fmt::{
 use super::message::{
     Fields, Message, definition_from_values, fmtu_from_values, mult_from_values, unit_from_values,
 };
+use super::undefined::{self, Lengths};
 use crate::report::{DamageReason, Evidence, Trust};
+use std::cell::OnceCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -162,6 +164,35 @@ pub struct Scan {
     /// Runs of accepted messages whose values are in doubt (the thorough rules'
     /// [`evidence`](super::evidence)), at most [`MAX_SUSPECT_RUNS`].
     pub suspects: Vec<SuspectRun>,
+    /// Byte ranges `[start, end)` of messages of types no FMT defines, stepped over by the length
+    /// their headers' spacing shows ([`undefined`]), at most [`MAX_GAPS`].
+    pub undefined: Vec<(u64, u64)>,
+    /// Per type stepped over: the first such message's offset, its inferred length, and how many.
+    pub undefined_types: Vec<UndefinedType>,
+}
+
+/// A type whose messages no FMT defines, stepped over by its inferred length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct UndefinedType {
+    #[serde(rename = "type")]
+    pub type_id: u8,
+    /// Offset of its first message stepped over.
+    pub first: u64,
+    /// The length its headers' spacing shows, header included.
+    pub length: usize,
+    /// Its messages stepped over.
+    pub messages: u64,
+}
+
+impl std::fmt::Display for UndefinedType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "type {} (first at {}): no FMT; length {} inferred from its headers, {} message(s) \
+             unreadable without a definition (--fmt-from DONOR)",
+            self.type_id, self.first, self.length, self.messages
+        )
+    }
 }
 
 /// Bytes between accepted messages.
@@ -323,6 +354,10 @@ struct Scanner<'a> {
     /// Judges the values of the messages the thorough rules accept.
     judge: Judge,
     suspects: Vec<SuspectRun>,
+    /// The lengths headers' spacing shows, inferred when a header no FMT defines is first met.
+    inferred: OnceCell<Lengths>,
+    undefined: Vec<(u64, u64)>,
+    undefined_types: Vec<UndefinedType>,
 }
 
 /// The longest message there can be: the length is one byte.
@@ -568,7 +603,46 @@ impl Scanner<'_> {
         rest.starts_with(&HEADER)
             && (self.formats.get(type_id).is_some()
                 || defining == Some(type_id)
-                || self.refused_types[usize::from(type_id)])
+                || self.refused_types[usize::from(type_id)]
+                || self.inferred_length(type_id).is_some())
+    }
+
+    /// The length of a type no FMT defines (nor a refused one names), inferred from its headers'
+    /// spacing (thorough rules only).
+    fn inferred_length(&self, type_id: u8) -> Option<usize> {
+        if self.rules != Rules::Thorough
+            || self.formats.get(type_id).is_some()
+            || self.refused_types[usize::from(type_id)]
+        {
+            return None;
+        }
+        let lengths = self.inferred.get_or_init(|| undefined::infer(self.data));
+        lengths.get(type_id).map(|i| i.length)
+    }
+
+    /// Step over a message of a type no FMT defines, `[start, end)`, beside the messages read.
+    fn step_over_undefined(&mut self, type_id: u8, start: usize, end: usize) {
+        self.close_gap(start as u64);
+        self.end_offset = end as u64;
+        let (start, end) = (start as u64, end as u64);
+        let full = self.undefined.len() >= MAX_GAPS;
+        match self.undefined.last_mut() {
+            Some(last) if last.1 == start || full => last.1 = end,
+            _ => self.undefined.push((start, end)),
+        }
+        match self
+            .undefined_types
+            .iter_mut()
+            .find(|u| u.type_id == type_id)
+        {
+            Some(u) => u.messages = u.messages.saturating_add(1),
+            None => self.undefined_types.push(UndefinedType {
+                type_id,
+                first: start,
+                length: (end - start) as usize,
+                messages: 1,
+            }),
+        }
     }
 
     fn run<S: Sink>(mut self, sink: &mut S) -> Scan {
@@ -606,6 +680,21 @@ impl Scanner<'_> {
             }
             let type_id = data[pos + 2];
             let Some(format) = self.formats.get(type_id) else {
+                // A type whose FMT is lost: stepped over by the length its headers show, when
+                // the next message starts there.
+                // (In a text-mode copy, not one holding a line feed: it may have been changed.)
+                if let Some(length) = self.inferred_length(type_id)
+                    && pos + length <= self.tail_start
+                    && self.ends_in_sync(pos + length, None)
+                    && !(self.newline_converted
+                        && memchr::memchr(b'\n', &data[pos..pos + length]).is_some())
+                {
+                    if self.old_from.is_none() {
+                        self.step_over_undefined(type_id, pos, pos + length);
+                    }
+                    pos += length;
+                    continue;
+                }
                 self.reject(DamageReason::UndefinedFrameType);
                 pos += 1;
                 continue;
@@ -810,6 +899,8 @@ impl Scanner<'_> {
             session_formats: self.session_formats.tables,
             old_data: self.old_data,
             suspects: self.suspects,
+            undefined: self.undefined,
+            undefined_types: self.undefined_types,
         }
     }
 }
@@ -853,6 +944,9 @@ pub fn scan_with<S: Sink>(data: &[u8], rules: Rules, formats: Formats, sink: &mu
         old_data: Vec::new(),
         judge: Judge::default(),
         suspects: Vec::new(),
+        inferred: OnceCell::new(),
+        undefined: Vec::new(),
+        undefined_types: Vec::new(),
     }
     .run(sink)
 }

@@ -5,7 +5,7 @@
 
 use super::fmt::{FormatProblem, Role};
 use super::message::{Message, Text};
-use super::reader::{Scan, Sink, TruncatedMessage};
+use super::reader::{Scan, Sink, TruncatedMessage, UndefinedType};
 use crate::report::{
     CorruptSpan, DamageReason, FileReport, Firmware, FrameCounts, Region, RegionKind,
     SessionReport, SuspectSpan, seconds,
@@ -141,6 +141,8 @@ pub struct DataflashSummary {
     pub spans_merged: u64,
     /// The message the file ends inside.
     pub truncated_last_message: Option<TruncatedMessage>,
+    /// Types whose FMT is lost, their messages stepped over by the length their headers show.
+    pub undefined_types: Vec<UndefinedType>,
     /// Messages the logger itself dropped before writing, by the highest `Dp` of its DSF
     /// messages: flight data lost although no byte of the file is damaged.
     pub logger_dropped: Option<u64>,
@@ -207,31 +209,40 @@ fn account(data: &[u8], scan: &Scan) -> (Vec<Region>, Vec<CorruptSpan>) {
             });
         }
     };
-    // Gaps (damage) and old data, in file order, with accepted messages between them.
-    let mut gaps = scan.gaps.iter().peekable();
-    let mut old = scan.old_data.iter().peekable();
-    loop {
-        let take_old = match (gaps.peek(), old.peek()) {
-            (None, None) => break,
-            (Some(g), Some(&&(start, _))) => start < g.start,
-            (None, Some(_)) => true,
-            (Some(_), None) => false,
-        };
-        if take_old {
-            let &(start, end) = old.next().expect("peeked");
-            messages(cursor, start, &mut regions);
-            regions.push(Region {
-                start,
-                end,
-                kind: RegionKind::OldData,
-            });
-            cursor = end;
-        } else {
-            let gap = gaps.next().expect("peeked");
-            messages(cursor, gap.start, &mut regions);
-            spans.push(span(gap.start, gap.end, gap.reason));
-            cursor = gap.end;
+    // Gaps (damage), old data and messages of types no FMT defines, in file order, with accepted
+    // messages between them. (Beyond their bounds, gaps and undefined runs are merged over what
+    // lies between: a later one starts where the one before ended at the earliest.)
+    enum Mark {
+        Gap(DamageReason),
+        Region(RegionKind),
+    }
+    let mut marks: Vec<(u64, u64, Mark)> = scan
+        .gaps
+        .iter()
+        .map(|g| (g.start, g.end, Mark::Gap(g.reason)))
+        .chain(
+            scan.old_data
+                .iter()
+                .map(|&(start, end)| (start, end, Mark::Region(RegionKind::OldData))),
+        )
+        .chain(
+            scan.undefined
+                .iter()
+                .map(|&(start, end)| (start, end, Mark::Region(RegionKind::UndefinedType))),
+        )
+        .collect();
+    marks.sort_by_key(|m| m.0);
+    for (start, end, mark) in marks {
+        let start = start.max(cursor);
+        if start >= end {
+            continue;
         }
+        messages(cursor, start, &mut regions);
+        match mark {
+            Mark::Gap(reason) => spans.push(span(start, end, reason)),
+            Mark::Region(kind) => regions.push(Region { start, end, kind }),
+        }
+        cursor = end;
     }
     messages(cursor, scan.end_offset, &mut regions);
     let len = data.len() as u64;
@@ -295,7 +306,12 @@ pub fn build(path: &str, data: &[u8], scan: Scan, observer: Observer) -> Datafla
         };
     }
     let size = data.len() as u64;
-    let mut header_problems: Vec<String> = scan.problems.iter().map(ToString::to_string).collect();
+    let mut header_problems: Vec<String> = scan
+        .problems
+        .iter()
+        .map(ToString::to_string)
+        .chain(scan.undefined_types.iter().map(ToString::to_string))
+        .collect();
     // Sessions: from each start to the next; regions split where a session starts.
     let bounds: Vec<(u64, u64)> = scan
         .sessions
@@ -386,6 +402,7 @@ pub fn build(path: &str, data: &[u8], scan: Scan, observer: Observer) -> Datafla
         unreadable_headers: scan.unreadable_headers,
         spans_merged: scan.gaps_merged,
         truncated_last_message: scan.truncated,
+        undefined_types: scan.undefined_types,
         logger_dropped: observer.logger_dropped,
     };
     DataflashReport {
@@ -454,6 +471,9 @@ pub fn write_summary(out: &mut impl Write, report: &DataflashReport) -> io::Resu
             "  format: {} more problems not listed",
             df.format_problems_omitted
         )?;
+    }
+    for undefined in &df.undefined_types {
+        writeln!(out, "  format: {undefined}")?;
     }
     if df.unreadable_headers > 0 {
         writeln!(

@@ -367,7 +367,7 @@ fn several_files_write_one_page_each_into_a_directory() {
     let second = std::fs::read_to_string(out_dir.join("demo.bbl.2.html")).unwrap();
     assert!(second.contains(&format!("<h1>{}</h1>", s(&files[1]))));
     let df = std::fs::read_to_string(out_dir.join("copter-3s.drop-runs.1.bin.html")).unwrap();
-    assert!(df.contains("ArduPilot DataFlash") && df.contains("Corrupt spans (17)"));
+    assert!(df.contains("ArduPilot DataFlash") && df.contains("Corrupt spans (5)"));
     // No loop iterations to count in DataFlash, and no Blackbox-only reason in its legend.
     assert!(!df.contains("iterations lost") && !df.contains("</span>stale-p-frame:"));
 

@@ -17,6 +17,7 @@ mod implausible_value;
 mod independent_decoder;
 mod info;
 mod json_schema;
+mod lost_fmt;
 mod misplaced_frame;
 mod other_frames;
 mod parallel;
