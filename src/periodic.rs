@@ -96,11 +96,12 @@ const TRIED: usize = 3;
 /// from every corrupt span the place it was taken from must lie once it is gone.
 const NEAR: u64 = 256;
 
-/// `data` without the recurring blocks of [`find`] (or, when it finds none, of [`infer`]) that the log reads in step without: of the
-/// candidates whose blocks lie by corrupt spans, at least half of them, and without which a
-/// corrupt span is left near at most one in [`HEALED`] of the places they disturbed, the one
-/// that leaves the fewest corrupt bytes, fewer than with them. `corrupt_spans` reads a log and
-/// gives its corrupt spans. A log that reads clean as it is is never changed.
+/// `data` without the recurring blocks of [`find`] (or, when it finds none, of [`infer`]) that
+/// the log reads in step without: of the candidates whose blocks lie by corrupt spans, at least
+/// half of them, and without which a corrupt span is left near at most one in [`HEALED`] of the
+/// places they disturbed, the one that leaves the fewest corrupt bytes, fewer than with them.
+/// `corrupt_spans` reads a log and gives its corrupt spans. A log that reads clean as it is is
+/// never changed.
 pub fn restore(
     data: &[u8],
     corrupt_spans: impl Fn(&[u8]) -> Vec<(u64, u64)>,

@@ -474,7 +474,8 @@ impl FileReport {
             .iter()
             .flat_map(|s| s.suspect_spans.iter().cloned())
             .collect();
-        let clean = corrupt_spans.is_empty() && sessions.iter().all(SessionReport::is_clean);
+        // The file's spans are its sessions'.
+        let clean = sessions.iter().all(SessionReport::is_clean);
         FileReport {
             path,
             size,

@@ -233,7 +233,6 @@ fn export_dataflash(args: &Args, job: &Job, data: &[u8], reached: &AtomicU64) ->
     Ok(exit_once_written(!report.is_clean(), args.fail_on_damage))
 }
 
-/// Export one file.
 /// Export one file; `named`: its JSON Lines follow a record naming it.
 fn export_one(args: &Args, job: &Job, named: bool) -> Result<u8, Error> {
     let data = input::open(&job.path)?;
@@ -424,8 +423,8 @@ impl<S: Sink> Sink for OneSession<S> {
     }
 }
 
-/// [`crate::blackbox::export::jsonl::write_jsonl`] of session `only` (1-based), or of every session, noting in `reached`
-/// how far decoding has got.
+/// [`crate::blackbox::export::jsonl::write_jsonl`] of session `only` (1-based), or of every
+/// session, noting in `reached` how far decoding has got.
 fn write_jsonl_of(
     name: &str,
     data: &[u8],

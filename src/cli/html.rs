@@ -4,8 +4,8 @@
 //!
 //! The page renders the checked report and the [`Timeline`] collected while the file decoded
 //! (`check` decodes; this module only writes). It is bounded as the timeline is: at most
-//! [`super::timeline::MAX_TIMELINES`] sessions are drawn and [`MAX_TABLE_SPANS`] spans listed (the JSON report has
-//! them all).
+//! [`super::timeline::MAX_TIMELINES`] sessions are drawn and [`MAX_TABLE_SPANS`] spans listed
+//! (the JSON report has them all).
 
 use super::Error;
 use super::checked::{Checked, verdict_tally};

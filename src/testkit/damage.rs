@@ -37,10 +37,10 @@ pub enum Model {
 }
 
 impl Model {
-    /// Every model that damages bytes where they lie, in the order reports list them. Periodic
-    /// insertions are measured apart: by what reading the file without them recovers
+    /// The periodic insertions, measured apart: by what reading the file without them recovers
     /// (`tests/suite/periodic.rs`).
     pub const PERIODIC: [Model; 2] = [Model::PeriodicInsertions, Model::DifferingInsertions];
+    /// Every model that damages bytes where they lie, in the order reports list them.
     pub const ALL: [Model; 10] = [
         Model::DropRuns,
         Model::DropBytes,

@@ -113,8 +113,7 @@ impl<W: Write> JsonlSink<W> {
 
     /// Write the session record of `session`; its frames and events follow.
     pub fn start_session(&mut self, session: &Session) {
-        let sink = self;
-        sink.session = session.bounds.index;
+        self.session = session.bounds.index;
         let h = &session.header;
         let names = |kind| h.def(kind).map_or(&[][..], |d| &d.names[..]);
         // A repeated header name keeps its last value, as the decoders read it.
@@ -136,7 +135,7 @@ impl<W: Write> JsonlSink<W> {
             },
             headers,
         };
-        sink.emit(|out| {
+        self.emit(|out| {
             serde_json::to_writer(&mut *out, &record)?;
             writeln!(out)
         });
