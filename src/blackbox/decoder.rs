@@ -12,7 +12,7 @@ use super::evidence::p_frame_offset::Motion;
 use super::evidence::value_bounds::value_bounds;
 use super::evidence::{CORRUPT_SCORE, Suspicion};
 use super::frame::FrameKind;
-use super::group::{Group, Item, LineFeedValue, Untrusted};
+use super::group::{Group, Item, LineFeedValue, Neighbours, Untrusted};
 use super::header::Header;
 use super::ledger::{self, Layout, Ledger};
 use super::predictor::{Context, MainHistory, Predictor};
@@ -28,6 +28,10 @@ pub const MAX_TIME_JUMP_US: u32 = 10_000_000;
 /// How many times the loop time (or a fraction of it) the step from a group's last main frame to
 /// the next I frame may take, per iteration.
 const JOIN_TIME_FACTOR: f64 = 2.5;
+
+/// How many I intervals before a group's I frame the last trusted main frame may lie for the
+/// group's line feeds to be judged from it: damage may have taken the group between.
+const LINE_FEED_REACH: u32 = 2;
 /// The loop time is the mean of this many first samples, then a moving average that gives each new
 /// sample this weight's inverse (so the first sample, often off, does not hold it for long).
 const LOOP_TIME_SAMPLES: u32 = 16;
@@ -165,6 +169,7 @@ pub struct State {
     /// What the offset check reads of the last trusted group (see [`Group::offset_summary`]).
     before: (Vec<i64>, Vec<i64>),
     before_line_feeds: Vec<i64>,
+    before_doubtful: Vec<(usize, i64)>,
     motion: Motion,
     ledger: ledger::State,
 }
@@ -253,6 +258,8 @@ pub struct SessionDecoder<'a> {
     alternative_values: Vec<i64>,
     /// The P frame's predictor of each main field (so also the P frame's length).
     p_predictors: Vec<Predictor>,
+    /// The P frame's fields' high bits (see [`super::predictor::high_bits`]).
+    p_high_bits: Vec<i64>,
     iteration_index: usize,
     time_index: usize,
     /// Why bytes since the last accepted frame were rejected.
@@ -262,9 +269,12 @@ pub struct SessionDecoder<'a> {
     group: Group,
     /// The last group, when it was trusted whole: what the next group's I frame steps from.
     before: Group,
-    /// The last main frame before the group's I frame, when the I frame followed it in step: what
-    /// the group's line feeds are judged from.
+    /// The last main frame whose values stand (but for `before_doubtful`): what the line feeds
+    /// of a group soon after it are judged from (see [`Decoder::before_is_recent`]).
     before_line_feeds: Vec<i64>,
+    /// Fields of `before_line_feeds` whose values rest on a line feed that was not settled, with
+    /// the difference reading it otherwise makes.
+    before_doubtful: Vec<(usize, i64)>,
     /// Main fields the header bounds, with the largest size their values can take (none under
     /// the reference rules).
     value_bounds: Vec<(usize, u64)>,
@@ -380,6 +390,10 @@ impl<'a> SessionDecoder<'a> {
                 .p
                 .as_ref()
                 .map_or_else(Vec::new, |d| d.fields.iter().map(|f| f.predictor).collect()),
+            p_high_bits: header
+                .p
+                .as_ref()
+                .map_or_else(Vec::new, |d| d.high_bits().to_vec()),
             iteration_index,
             time_index,
             scan_gap: None,
@@ -387,6 +401,7 @@ impl<'a> SessionDecoder<'a> {
             group: Group::default(),
             before: Group::default(),
             before_line_feeds: Vec::new(),
+            before_doubtful: Vec::new(),
             offset_fields,
             motion,
             value_bounds: bounds_of(FrameKind::I),
@@ -587,6 +602,7 @@ impl<'a> SessionDecoder<'a> {
             group: self.group.snapshot(),
             before: self.before.offset_summary(),
             before_line_feeds: self.before_line_feeds.clone(),
+            before_doubtful: self.before_doubtful.clone(),
             motion: self.motion.clone(),
             ledger: self.ledger.state(),
         }
@@ -714,6 +730,7 @@ impl<'a> SessionDecoder<'a> {
                             offset: start + 1 + at,
                             field,
                             delta: o - r,
+                            pair,
                         });
                     }
                 }
@@ -927,15 +944,28 @@ impl<'a> SessionDecoder<'a> {
             let joined = self.stream_valid && self.group.is_open();
             // Across a logging pause the values need not continue.
             let resumed = self.group.resumed();
-            let offset = self
-                .history
-                .last_two()
-                .0
-                .filter(|_| joined && !resumed)
-                .and_then(|next| {
-                    self.group
-                        .offset_by_its_i_frame(&self.before, next, &self.offset_fields)
-                });
+            let next = self.history.last_two().0.filter(|_| joined && !resumed);
+            let around = Neighbours {
+                before: if self.before_is_recent() {
+                    &self.before_line_feeds
+                } else {
+                    &[]
+                },
+                before_doubtful: &self.before_doubtful,
+                next,
+                next_line_feeds: &self.line_feed_values,
+            };
+            let timing = [self.iteration_index, self.time_index];
+            let (predictors, high_bits) = (&self.p_predictors, &self.p_high_bits);
+            self.group
+                .read_carriage_returns(&around, predictors, high_bits, timing);
+            let mut doubtful = Vec::new();
+            self.group
+                .unsettled_fields(&around, &self.p_predictors, &mut doubtful);
+            let offset = next.and_then(|next| {
+                self.group
+                    .offset_by_its_i_frame(&self.before, next, &self.offset_fields)
+            });
             // Main frames lost inside the group leave the P frames after them predicted from the
             // frames before, in step and a plausible iteration on: only the next I frame, further
             // on than the schedule allows, shows it.
@@ -954,13 +984,9 @@ impl<'a> SessionDecoder<'a> {
             }
             let in_step = joined || self.group.trusted_without_join();
             let trusted = offset.is_none() && in_step;
-            let next = self.history.last_two().0.filter(|_| joined && !resumed);
-            let untrusted = self.group.first_untrusted(
-                &self.before_line_feeds,
-                next,
-                &self.p_predictors,
-                self.time_index,
-            );
+            let untrusted =
+                self.group
+                    .first_untrusted(&around, &self.p_predictors, self.time_index);
             // A P frame offset from there to the next I frame.
             let p_offset = next
                 .and_then(|next| {
@@ -981,13 +1007,7 @@ impl<'a> SessionDecoder<'a> {
                 self.motion
                     .learn(&self.group, next, iteration, self.header.i_interval);
             }
-            self.before_line_feeds.clear();
-            if next.is_some()
-                && let Some(last) = self.group.last_main()
-            {
-                self.before_line_feeds.extend_from_slice(last);
-            }
-            self.commit_group(in_step, untrusted, suspicion, sink);
+            self.commit_group(in_step, untrusted, suspicion, doubtful, sink);
             if trusted && settled && !resumed {
                 std::mem::swap(&mut self.before, &mut self.group);
             } else {
@@ -1125,6 +1145,7 @@ impl<'a> SessionDecoder<'a> {
         mut in_step: bool,
         mut untrusted: Untrusted,
         suspicion: Option<Suspicion>,
+        doubtful: Vec<(usize, i64)>,
         sink: &mut impl Sink,
     ) {
         // Of a group that drifted with only its I frame kept, the I frame is in doubt too.
@@ -1153,6 +1174,7 @@ impl<'a> SessionDecoder<'a> {
         let (group, ledger) = (&self.group, &mut self.ledger);
         let closed_in_step = followed_in_step(self.scan_gap);
         let mut time_trusted = true;
+        let mut last_trusted = None;
         for (i, item) in group.items.iter().enumerate() {
             let trust = match item.kind {
                 FrameKind::I | FrameKind::P => {
@@ -1176,19 +1198,71 @@ impl<'a> SessionDecoder<'a> {
                     (vouched && (kind != FrameKind::G || time_trusted)).then_some(Trust::Trusted)
                 }
             };
+            if trust == Some(Trust::Trusted) && matches!(item.kind, FrameKind::I | FrameKind::P) {
+                last_trusted = Some(item);
+            }
             ledger.commit(item, group.values(item), trust, sink);
         }
+        // What the next group's line feeds are judged from: the last main frame, but for fields
+        // resting on unsettled line feeds, when nothing else put the group in doubt; else the last
+        // main frame trusted.
+        let line_feeds_alone = in_step
+            && suspicion.is_none()
+            && (untrusted.from == group.items.len()
+                || untrusted.reason == DamageReason::NewlineConverted);
+        let (before, doubtful) = match group.last_main() {
+            Some(last) if line_feeds_alone => (Some(last), doubtful),
+            _ => (last_trusted.map(|item| group.values(item)), Vec::new()),
+        };
+        if let Some(before) = before.filter(|_| self.newline_converted) {
+            self.before_line_feeds.clear();
+            self.before_line_feeds.extend_from_slice(before);
+            self.before_doubtful = doubtful;
+        }
         ledger.close_suspect(evidence);
+    }
+
+    /// Whether the last main frame whose values stand lies at most [`LINE_FEED_REACH`] I
+    /// intervals before the group's I frame, with no logging pause between.
+    fn before_is_recent(&self) -> bool {
+        if self.group.resumed() {
+            return false;
+        }
+        let iteration = |frame: &[i64]| frame.get(self.iteration_index).map(|&i| i as u32);
+        let reach = LINE_FEED_REACH.saturating_mul(self.header.i_interval);
+        match (
+            self.group.first_main_values().and_then(iteration),
+            iteration(&self.before_line_feeds),
+        ) {
+            (Some(now), Some(then)) => now.wrapping_sub(then) <= reach,
+            _ => false,
+        }
     }
 
     /// Close a group whose stream was broken before the next I frame.
     fn settle(&mut self, sink: &mut impl Sink) {
         if !self.stream_valid && !self.group.is_empty() {
             let trusted = self.group.trusted_without_join();
-            let untrusted =
-                self.group
-                    .first_untrusted(&[], None, &self.p_predictors, self.time_index);
-            self.commit_group(trusted, untrusted, None, sink);
+            let around = Neighbours {
+                before: if self.before_is_recent() {
+                    &self.before_line_feeds
+                } else {
+                    &[]
+                },
+                before_doubtful: &self.before_doubtful,
+                ..Neighbours::default()
+            };
+            let timing = [self.iteration_index, self.time_index];
+            let (predictors, high_bits) = (&self.p_predictors, &self.p_high_bits);
+            self.group
+                .read_carriage_returns(&around, predictors, high_bits, timing);
+            let untrusted = self
+                .group
+                .first_untrusted(&around, predictors, self.time_index);
+            let mut doubtful = Vec::new();
+            self.group
+                .unsettled_fields(&around, predictors, &mut doubtful);
+            self.commit_group(trusted, untrusted, None, doubtful, sink);
             self.group.clear();
         }
     }

@@ -133,6 +133,11 @@ pub struct FrameDef {
 }
 
 impl FrameDef {
+    /// Per field, the bits above 32 a normalised value keeps (see [`high_bits`]).
+    pub fn high_bits(&self) -> &[i64] {
+        &self.high_bits
+    }
+
     /// Build a definition; `names` and `fields` have the same length.
     pub fn new(
         kind: FrameKind,

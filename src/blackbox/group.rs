@@ -51,6 +51,23 @@ pub struct LineFeedValue {
     pub field: usize,
     /// The value a carriage return gives, minus the value read.
     pub delta: i64,
+    /// Whether that carriage return is one the copy took away (CR LF read as LF), not one it
+    /// turned into the line feed.
+    pub pair: bool,
+}
+
+/// What the line feeds of a group are joined to: the main frames on either side.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Neighbours<'a> {
+    /// The last main frame before the group, not long before it (empty when there is none).
+    pub before: &'a [i64],
+    /// Fields of `before` whose values rest on a line feed that was not settled, with the
+    /// difference reading it otherwise makes.
+    pub before_doubtful: &'a [(usize, i64)],
+    /// The next I frame, following in step.
+    pub next: Option<&'a [i64]>,
+    /// Values of the next I frame that carriage returns would change.
+    pub next_line_feeds: &'a [LineFeedValue],
 }
 
 /// The open group.
@@ -84,6 +101,11 @@ impl Group {
     #[inline]
     pub fn last_mains(&self) -> MainHistory<'_> {
         last_two(&self.values, &self.last_main, &self.penultimate_main)
+    }
+
+    /// The values of the first main frame held (the I frame).
+    pub fn first_main_values(&self) -> Option<&[i64]> {
+        self.first_main.clone().map(|r| &self.values[r])
     }
 
     /// Whether a group is open (an I frame started it).
@@ -170,18 +192,17 @@ impl Group {
     }
 
     /// The first main frame not to trust and why: in a group that drifted, every one after the I
-    /// frame, or the I frame too when neither the group before it nor `next` (the next I frame,
-    /// following in step) corroborates it; and the first resting on an unsettled line feed (see
+    /// frame, or the I frame too when neither the group before it nor the next I frame
+    /// corroborates it; and the first resting on an unsettled line feed (see
     /// [`Group::first_unsettled_line_feeds`]). Also the first whose `time_field` is in doubt.
     pub fn first_untrusted(
         &self,
-        before: &[i64],
-        next: Option<&[i64]>,
+        around: &Neighbours<'_>,
         predictors: &[Predictor],
         time_field: usize,
     ) -> Untrusted {
-        let (line_feed, time) =
-            self.first_unsettled_line_feeds(before, next, predictors, time_field);
+        let (line_feed, time) = self.first_unsettled_line_feeds(around, predictors, time_field);
+        let next = around.next;
         let drift = if self.drifted {
             let corroborated = self.joined || next.is_some();
             // In a text-mode copy a line feed is the only byte changed: the frames before the
@@ -341,6 +362,7 @@ mod tests {
                     offset: i * 10 + 5,
                     field: 0,
                     delta,
+                    pair: false,
                 };
                 group.note_line_feeds(i * 10, &[value]);
             }
@@ -421,8 +443,15 @@ mod tests {
         // Read: the values climb by one; a carriage return would drop the last three by 12.
         let g = group(&[10, 11, 12, 13], &[(1, -12)]);
         assert_eq!(
-            g.first_unsettled_line_feeds(&[], Some(&[14]), &[Predictor::Previous], 0)
-                .0,
+            g.first_unsettled_line_feeds(
+                &Neighbours {
+                    next: Some(&[14]),
+                    ..Neighbours::default()
+                },
+                &[Predictor::Previous],
+                0
+            )
+            .0,
             4
         );
     }
@@ -433,13 +462,24 @@ mod tests {
         let g = group(&[10, 22, 22, 22], &[(1, -12)]);
         let previous = [Predictor::Previous];
         assert_eq!(
-            g.first_unsettled_line_feeds(&[], Some(&[10]), &previous, 0)
-                .0,
+            g.first_unsettled_line_feeds(
+                &Neighbours {
+                    next: Some(&[10]),
+                    ..Neighbours::default()
+                },
+                &previous,
+                0
+            )
+            .0,
             1
         );
         // Without the next I frame nothing shows what the line feed was.
         let g = group(&[10, 11, 12, 13], &[(3, -12)]);
-        assert_eq!(g.first_unsettled_line_feeds(&[], None, &previous, 0).0, 3);
+        assert_eq!(
+            g.first_unsettled_line_feeds(&Neighbours::default(), &previous, 0)
+                .0,
+            3
+        );
     }
 
     #[test]
@@ -448,16 +488,23 @@ mod tests {
         // what it was).
         let g = group(&[10, 11, 12, 13], &[(3, -12)]);
         let previous = [Predictor::Previous];
-        let untrusted = g.first_untrusted(&[], None, &previous, 0);
+        let untrusted = g.first_untrusted(&Neighbours::default(), &previous, 0);
         assert_eq!((untrusted.from, untrusted.time_from), (3, 3));
         assert_eq!(untrusted.reason, DamageReason::NewlineConverted);
         // With the time in another field, the frames' times stand.
-        let untrusted = g.first_untrusted(&[], None, &previous, 1);
+        let untrusted = g.first_untrusted(&Neighbours::default(), &previous, 1);
         assert_eq!((untrusted.from, untrusted.time_from), (3, 4));
         // A group that drifted puts every time after its I frame in doubt.
         let mut g = group(&[10, 11, 12, 13], &[]);
         g.drifted();
-        let untrusted = g.first_untrusted(&[], Some(&[14]), &previous, 1);
+        let untrusted = g.first_untrusted(
+            &Neighbours {
+                next: Some(&[14]),
+                ..Neighbours::default()
+            },
+            &previous,
+            1,
+        );
         assert_eq!((untrusted.from, untrusted.time_from), (1, 1));
     }
 
@@ -467,14 +514,29 @@ mod tests {
         // step to the first P frame tells the readings apart.
         let g = group(&[10, 11, 12], &[(0, -100)]);
         assert_eq!(
-            g.first_unsettled_line_feeds(&[], Some(&[13]), &[Predictor::Zero], 0)
-                .0,
+            g.first_unsettled_line_feeds(
+                &Neighbours {
+                    next: Some(&[13]),
+                    ..Neighbours::default()
+                },
+                &[Predictor::Zero],
+                0
+            )
+            .0,
             0
         );
         // With the frame before the group, the step into it counts too.
         assert_eq!(
-            g.first_unsettled_line_feeds(&[9], Some(&[13]), &[Predictor::Zero], 0)
-                .0,
+            g.first_unsettled_line_feeds(
+                &Neighbours {
+                    before: &[9],
+                    next: Some(&[13]),
+                    ..Neighbours::default()
+                },
+                &[Predictor::Zero],
+                0
+            )
+            .0,
             3
         );
     }
@@ -485,16 +547,108 @@ mod tests {
         // then back to 0 at the next I frame.
         let g = group(&[5, 5, 5, 5], &[(1, 3)]);
         let straight = [Predictor::StraightLine];
-        let (read, other, steps) = g.join_steps(1, &g.line_feeds, &[], &[5], &straight);
+        let around = Neighbours {
+            next: Some(&[5]),
+            ..Neighbours::default()
+        };
+        let (read, other, steps) = g.join_steps(1, &g.line_feeds, &around, &straight);
         assert_eq!((read, other, steps), (0.0, 9.0 + 9.0 + 9.0 + 81.0, 4));
         assert_eq!(
-            g.first_unsettled_line_feeds(&[], Some(&[5]), &straight, 0)
-                .0,
+            g.first_unsettled_line_feeds(
+                &Neighbours {
+                    next: Some(&[5]),
+                    ..Neighbours::default()
+                },
+                &straight,
+                0
+            )
+            .0,
             4
         );
         // Averaging halves it: 3, 1.5, 2.25.
         let average = [Predictor::Average2];
-        let (_, other, _) = g.join_steps(1, &g.line_feeds, &[], &[5], &average);
+        let (_, other, _) = g.join_steps(1, &g.line_feeds, &around, &average);
         assert_eq!(other, 9.0 + 2.25 + 0.5625 + 2.25 * 2.25);
+    }
+
+    /// The group's values of field 0, main frame by main frame.
+    fn field_0(g: &Group) -> Vec<i64> {
+        g.main_frames().map(|f| f[0]).collect()
+    }
+
+    #[test]
+    fn a_carriage_return_that_joins_better_is_read_and_carried_on() {
+        // Read: the field leaps by 12 at the line feed and stays; a carriage return runs flat.
+        let around = Neighbours {
+            next: Some(&[10]),
+            ..Neighbours::default()
+        };
+        let previous = [Predictor::Previous];
+        let mut g = group(&[10, 22, 22, 22], &[(1, -12)]);
+        g.read_carriage_returns(&around, &previous, &[0], [1, 2]);
+        assert_eq!(field_0(&g), [10, 10, 10, 10]);
+        // The line feed is now the other reading, and the frames stand.
+        assert_eq!(g.first_unsettled_line_feeds(&around, &previous, 0).0, 4);
+        // Averaged predictions carry the difference as the firmware's integer average does:
+        // read 10, 22, 19, 21 are predictions of 16 and 20 (20.5 truncated) with residuals 3 and
+        // 1; after a carriage return, predictions of 10 and 11.
+        let average = [Predictor::Average2];
+        let mut g = group(&[10, 22, 19, 21], &[(1, -12)]);
+        g.read_carriage_returns(&around, &average, &[0], [1, 2]);
+        assert_eq!(field_0(&g), [10, 10, 13, 12]);
+        // A line feed in the iteration or time is left as read (refused if it does not stand).
+        let mut g = group(&[10, 22, 22, 22], &[(1, -12)]);
+        g.read_carriage_returns(&around, &previous, &[0], [0, 2]);
+        assert_eq!(field_0(&g), [10, 22, 22, 22]);
+        assert_eq!(g.first_unsettled_line_feeds(&around, &previous, 0).0, 1);
+    }
+
+    #[test]
+    fn a_neighbour_resting_on_a_line_feed_in_the_same_field_joins_either_reading() {
+        // A constant field whose I frames all hold a line feed: the next I frame reads 5 or 17
+        // as this one does, so only the frame before the group tells.
+        let previous = [Predictor::Previous];
+        let next_line_feed = [LineFeedValue {
+            offset: 0,
+            field: 0,
+            delta: 12,
+            pair: false,
+        }];
+        let around = |before: &'static [i64]| Neighbours {
+            before,
+            next: Some(&[5]),
+            next_line_feeds: &next_line_feed,
+            ..Neighbours::default()
+        };
+        let g = group(&[5, 5, 5], &[(0, 12)]);
+        assert_eq!(
+            g.first_unsettled_line_feeds(&around(&[]), &previous, 0).0,
+            0
+        );
+        assert_eq!(
+            g.first_unsettled_line_feeds(&around(&[5]), &previous, 0).0,
+            3
+        );
+        let mut g = group(&[5, 5, 5], &[(0, 12)]);
+        g.read_carriage_returns(&around(&[17]), &previous, &[0], [1, 2]);
+        assert_eq!(field_0(&g), [17, 17, 17]);
+        // A frame before that rests on a line feed of its own, of another size, still tells.
+        let g = group(&[5, 5, 5], &[(0, 12)]);
+        let small_doubt = [(0, 1)];
+        let around = Neighbours {
+            before: &[5],
+            before_doubtful: &small_doubt,
+            next: Some(&[5]),
+            next_line_feeds: &next_line_feed,
+        };
+        assert_eq!(g.first_unsettled_line_feeds(&around, &previous, 0).0, 3);
+        // Of the same size, it does not.
+        let same_doubt = [(0, -12)];
+        let around = Neighbours {
+            before: &[17],
+            before_doubtful: &same_doubt,
+            ..around
+        };
+        assert_eq!(g.first_unsettled_line_feeds(&around, &previous, 0).0, 0);
     }
 }

@@ -1,13 +1,14 @@
 //! In a text-mode copy each line feed may have been a carriage return or a CR LF pair. A main
 //! frame whose values would differ had a line feed been a carriage return notes those values;
-//! the group reads the line feed as one only where the read values join the frames around them
-//! better, by [`LINE_FEED_MARGIN`], over at least [`MIN_LINE_FEED_STEPS`] steps. Otherwise the
-//! frames from there on are refused (`newline-converted`).
+//! the group reads the line feed as one where the read values join the frames around them
+//! better, by [`LINE_FEED_MARGIN`], over at least [`MIN_LINE_FEED_STEPS`] steps (or one step from
+//! a kept frame before the group), and as the carriage return where those values join better by
+//! as much. Otherwise the frames from there on are refused (`newline-converted`).
 
 use super::p_frame_offset::carried_error;
 use crate::blackbox::frame::FrameKind;
-use crate::blackbox::group::{Group, LineFeedValue};
-use crate::blackbox::predictor::Predictor;
+use crate::blackbox::group::{Group, LineFeedValue, Neighbours};
+use crate::blackbox::predictor::{Context, Predictor, keep_32_bits};
 
 /// How much better the read values must join their neighbours than those a carriage return would
 /// give, for a line feed in a text-mode copy to be read as a line feed.
@@ -29,37 +30,139 @@ impl Group {
         }
     }
 
-    /// The first item whose values rest on a line feed that its neighbours do not show to be one
-    /// (`items.len()` when there is none), and the first whose value of `field` does. The read values and those a carriage return would give are carried through the P
-    /// frames held (`predictors`), and each is joined to the main frame before it (`before` for
-    /// the I frame, when known) and the last to `next`, the next I frame: a line feed stands when
-    /// the read values step less, by [`LINE_FEED_MARGIN`]. Without `next` no line feed stands.
-    pub fn first_unsettled_line_feeds(
-        &self,
-        before: &[i64],
-        next: Option<&[i64]>,
-        predictors: &[Predictor],
-        field: usize,
-    ) -> (usize, usize) {
-        let (mut first, mut first_in_field) = (self.items.len(), self.items.len());
+    /// The line feeds noted, one at a time: the range of [`Group::line_feeds`] holding the values
+    /// of each (one item, one offset).
+    fn each_line_feed(&self) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
         let mut i = 0;
-        while i < self.line_feeds.len() {
-            let (item, lf) = self.line_feeds[i];
+        std::iter::from_fn(move || {
+            let &(item, lf) = self.line_feeds.get(i)?;
             let count = self.line_feeds[i..]
                 .iter()
                 .take_while(|(it, v)| *it == item && v.offset == lf.offset)
                 .count();
-            let values = &self.line_feeds[i..i + count];
             i += count;
+            Some(i - count..i)
+        })
+    }
+
+    /// How the readings of one line feed (`values`, of `item`) join their neighbours: the read
+    /// values', the carriage return's, and whether the steps that tell them apart are enough.
+    fn judge(
+        &self,
+        item: usize,
+        values: &[(usize, LineFeedValue)],
+        around: &Neighbours<'_>,
+        predictors: &[Predictor],
+    ) -> (f64, f64, bool) {
+        let (read, other, steps) = self.join_steps(item, values, around, predictors);
+        let anchored = self.items[item].kind == FrameKind::I && !around.before.is_empty();
+        let enough = steps >= MIN_LINE_FEED_STEPS || anchored && steps > 0;
+        (read, other, enough)
+    }
+
+    /// Read as carriage returns the line feeds whose carriage-return values join their neighbours
+    /// better, by [`LINE_FEED_MARGIN`]: their values, and those of the P frames predicted from
+    /// them, become what the carriage return gives (the line feed is then the other reading).
+    /// Line feeds that would change a field of `timing` (the iteration and time) are left alone.
+    pub fn read_carriage_returns(
+        &mut self,
+        around: &Neighbours<'_>,
+        predictors: &[Predictor],
+        high_bits: &[i64],
+        timing: [usize; 2],
+    ) {
+        if self.line_feeds.is_empty() {
+            return;
+        }
+        let feeds: Vec<_> = self.each_line_feed().collect();
+        for range in feeds {
+            let values = &self.line_feeds[range.clone()];
+            let (item, first) = values[0];
+            if values
+                .iter()
+                .any(|(_, v)| v.pair != first.pair || timing.contains(&v.field))
+            {
+                continue;
+            }
+            let (read, other, enough) = self.judge(item, values, around, predictors);
+            let decided = enough && other * LINE_FEED_MARGIN < read;
+            if !decided {
+                continue;
+            }
+            self.reread(item, range.clone(), predictors, high_bits);
+            for (_, v) in &mut self.line_feeds[range] {
+                v.delta = -v.delta;
+            }
+        }
+    }
+
+    /// Give `item` the values the line feed `feed` of [`Group::line_feeds`] has as a carriage
+    /// return, and the main frames after it what they are then predicted to be.
+    fn reread(
+        &mut self,
+        item: usize,
+        feed: std::ops::Range<usize>,
+        predictors: &[Predictor],
+        high_bits: &[i64],
+    ) {
+        let old = self.values.clone();
+        let at = self.items[item].values.start;
+        for &(_, v) in &self.line_feeds[feed] {
+            self.values[at + v.field] += v.delta;
+        }
+        let mains: Vec<std::ops::Range<usize>> = self
+            .items
+            .iter()
+            .filter(|it| matches!(it.kind, FrameKind::I | FrameKind::P))
+            .map(|it| it.values.clone())
+            .collect();
+        let Some(from) = mains.iter().position(|r| r.start == at) else {
+            return;
+        };
+        // A P frame is predicted from the two main frames before it (the I frame fills both).
+        for k in from + 1..mains.len() {
+            let (p1, p2) = (mains[k - 1].clone(), mains[k.saturating_sub(2)].clone());
+            let frame = mains[k].clone();
+            for (f, predictor) in predictors.iter().enumerate().take(frame.len()) {
+                let predict = |values: &[i64]| {
+                    let context = Context {
+                        previous: Some(&values[p1.clone()]),
+                        previous2: Some(&values[p2.clone()]),
+                        ..Context::default()
+                    };
+                    predictor.predict(f, &context, &values[frame.clone()])
+                };
+                let (then, now) = (predict(&old), predict(&self.values));
+                if now != then {
+                    let high_bits = high_bits.get(f).copied().unwrap_or(0);
+                    self.values[frame.start + f] =
+                        keep_32_bits(old[frame.start + f] + now - then, high_bits);
+                }
+            }
+        }
+    }
+
+    /// The first item whose values rest on a line feed that its neighbours do not show to be one
+    /// (`items.len()` when there is none), and the first whose value of `field` does. The read
+    /// values and those a carriage return would give are carried through the P frames held
+    /// (`predictors`), and each is joined to the main frame before it (`around.before` for the I
+    /// frame, when known) and the last to the next I frame: a line feed stands when the read
+    /// values step less, by [`LINE_FEED_MARGIN`]. Without the next I frame no line feed stands.
+    pub fn first_unsettled_line_feeds(
+        &self,
+        around: &Neighbours<'_>,
+        predictors: &[Predictor],
+        field: usize,
+    ) -> (usize, usize) {
+        let (mut first, mut first_in_field) = (self.items.len(), self.items.len());
+        for range in self.each_line_feed() {
+            let values = &self.line_feeds[range];
+            let item = values[0].0;
             let in_field = values.iter().any(|(_, v)| v.field == field);
             if item >= first && !(in_field && item < first_in_field) {
                 continue;
             }
-            let settled = next.is_some_and(|next| {
-                let (read, other, steps) = self.join_steps(item, values, before, next, predictors);
-                steps >= MIN_LINE_FEED_STEPS && read * LINE_FEED_MARGIN < other
-            });
-            if !settled {
+            if !self.settled(item, values, around, predictors) {
                 first = first.min(item);
                 if in_field {
                     first_in_field = first_in_field.min(item);
@@ -69,44 +172,84 @@ impl Group {
         (first, first_in_field)
     }
 
+    /// The fields whose values in the group's last main frame rest on a line feed its neighbours
+    /// do not show to be one, with the difference reading it otherwise makes there, into
+    /// `doubts`.
+    pub fn unsettled_fields(
+        &self,
+        around: &Neighbours<'_>,
+        predictors: &[Predictor],
+        doubts: &mut Vec<(usize, i64)>,
+    ) {
+        for range in self.each_line_feed() {
+            let values = &self.line_feeds[range];
+            let item = values[0].0;
+            if self.settled(item, values, around, predictors) {
+                continue;
+            }
+            let intra = self.items[item].kind == FrameKind::I;
+            let later = self.items[item + 1..]
+                .iter()
+                .filter(|it| matches!(it.kind, FrameKind::I | FrameKind::P))
+                .count();
+            for (_, v) in values {
+                let (mut e1, mut e2) = (v.delta as f64, if intra { v.delta as f64 } else { 0.0 });
+                for _ in 0..later {
+                    (e2, e1) = (e1, carried_error(predictors.get(v.field), e1, e2));
+                }
+                let carried = e1.round() as i64;
+                if carried != 0 {
+                    doubts.push((v.field, carried));
+                }
+            }
+        }
+    }
+
+    fn settled(
+        &self,
+        item: usize,
+        values: &[(usize, LineFeedValue)],
+        around: &Neighbours<'_>,
+        predictors: &[Predictor],
+    ) -> bool {
+        let (read, other, enough) = self.judge(item, values, around, predictors);
+        enough && read * LINE_FEED_MARGIN < other
+    }
+
     /// How much the read values and the carriage-return values change between consecutive main
-    /// frames (sums of squares), from the main frame before `item` to `next`, over the steps the
-    /// difference changes, summed over `values`' fields.
+    /// frames (sums of squares), from the main frame before `item` to the next I frame, over the
+    /// steps the difference changes, summed over `values`' fields.
     pub(in crate::blackbox) fn join_steps(
         &self,
         item: usize,
         values: &[(usize, LineFeedValue)],
-        before: &[i64],
-        next: &[i64],
+        around: &Neighbours<'_>,
         predictors: &[Predictor],
     ) -> (f64, f64, usize) {
+        let before = around.before;
         let main = |i: usize| {
             let it = &self.items[i];
             matches!(it.kind, FrameKind::I | FrameKind::P).then(|| self.values(it))
         };
         let intra = self.items[item].kind == FrameKind::I;
-        let previous = (0..item)
-            .rev()
-            .find_map(main)
-            .or_else(|| (intra && !before.is_empty()).then_some(before));
-        let (mut read, mut other, mut steps) = (0.0, 0.0, 0);
-        let mut step = |a: Option<(i64, f64)>, b: (i64, f64)| {
-            if let Some((va, ea)) = a
-                && ea != b.1
-            {
-                steps += 1;
-                read += ((b.0 - va) as f64).powi(2);
-                other += (b.0 as f64 + b.1 - va as f64 - ea).powi(2);
-            }
-        };
+        let within = (0..item).rev().find_map(main);
+        let item_is_first = within.is_none();
+        let previous = within.or_else(|| (intra && !before.is_empty()).then_some(before));
+        let mut join = Join::default();
         for (_, lf) in values {
             let f = lf.field;
             let at = |frame: &[i64]| frame.get(f).copied();
-            let (Some(v), Some(n)) = (main(item).and_then(at), at(next)) else {
+            let Some(v) = main(item).and_then(at) else {
                 return (0.0, 0.0, 0);
             };
             let delta = lf.delta as f64;
-            step(previous.and_then(at).map(|p| (p, 0.0)), (v, delta));
+            // The frame before the group and the next I frame may rest on line feeds of their
+            // own: each reading joins whichever of their readings fits best.
+            if let Some(p) = previous.and_then(at) {
+                let doubts = around.before_doubtful.iter().filter(|_| item_is_first);
+                let before = Candidates::of(p, f, doubts.copied());
+                join.step(before.values(), 0.0, &[v], delta);
+            }
             // The difference carried through the P frames held, by the field's P predictor (an I
             // frame fills both history slots).
             let (mut last, mut e1, mut e2) = ((v, delta), delta, if intra { delta } else { 0.0 });
@@ -114,11 +257,77 @@ impl Group {
                 let e = carried_error(predictors.get(f), e1, e2);
                 (e2, e1) = (e1, e);
                 let value = at(frame).unwrap_or(last.0);
-                step(Some(last), (value, e));
+                join.step(&[last.0], last.1, &[value], e);
                 last = (value, e);
             }
-            step(Some(last), (n, 0.0));
+            if let Some(n) = around.next.and_then(at) {
+                let doubts = around.next_line_feeds.iter().map(|v| (v.field, v.delta));
+                let next = Candidates::of(n, f, doubts);
+                join.step(&[last.0], last.1, next.values(), 0.0);
+            }
         }
-        (read, other, steps)
+        (join.read, join.other, join.steps)
+    }
+}
+
+/// The values a field of a frame beside the group may have: the one read, and those line feeds
+/// read otherwise would give (the first few).
+struct Candidates {
+    values: [i64; 5],
+    count: usize,
+}
+
+impl Candidates {
+    /// `value` of `field`, and `value` plus each difference `doubts` holds for that field.
+    fn of(value: i64, field: usize, doubts: impl Iterator<Item = (usize, i64)>) -> Candidates {
+        let mut c = Candidates {
+            values: [value; 5],
+            count: 1,
+        };
+        for (_, delta) in doubts.filter(|&(f, _)| f == field).take(4) {
+            c.values[c.count] = value + delta;
+            c.count += 1;
+        }
+        c
+    }
+
+    fn values(&self) -> &[i64] {
+        &self.values[..self.count]
+    }
+}
+
+/// Sums of squared steps between consecutive main frames, as the read values and the other
+/// reading of a line feed take them, over the steps that tell the two apart.
+#[derive(Default)]
+struct Join {
+    read: f64,
+    other: f64,
+    steps: usize,
+}
+
+impl Join {
+    /// The step from a frame whose value may be any of `from`, the other reading adding
+    /// `from_diff`, to one whose value may be any of `to`, the other reading adding `to_diff`.
+    /// A step where the difference does not change, or where candidates make both readings
+    /// join alike, tells nothing.
+    fn step(&mut self, from: &[i64], from_diff: f64, to: &[i64], to_diff: f64) {
+        if from_diff == to_diff {
+            return;
+        }
+        let best = |shift: f64| {
+            let mut best = f64::INFINITY;
+            for &a in from {
+                for &b in to {
+                    best = best.min((b as f64 - a as f64 + shift).powi(2));
+                }
+            }
+            best
+        };
+        let (read, other) = (best(0.0), best(to_diff - from_diff));
+        if from.len() + to.len() == 2 || read != other {
+            self.steps += 1;
+            self.read += read;
+            self.other += other;
+        }
     }
 }
