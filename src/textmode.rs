@@ -1,16 +1,27 @@
 //! Text-mode copies, for both formats. A log copied as text (an ASCII-mode transfer, a Windows
 //! editor, `git` with `core.autocrlf`) has its line feeds rewritten, one way or the other:
 //!
-//! - Windows → Unix turns each CR LF pair, and often each lone CR, into a line feed: bytes are
-//!   lost, and which line feed was which is left to the decoders ([`is_newline_converted`]);
+//! - Windows → Unix turns each CR LF pair, and often each lone CR, into a line feed (some tools
+//!   also take LF CR for a line end, or leave some CRs): bytes are lost, and which line feed was
+//!   which is left to the decoders ([`is_newline_converted`]);
 //! - Unix → Windows turns each line feed into CR LF: nothing is lost, and every line feed then
 //!   follows a carriage return ([`is_crlf_copy`]); [`restore_crlf`] undoes it exactly.
 
 use serde::Serialize;
 
-/// Log data at least this long with no carriage return in it was copied in text mode (a binary
-/// log has about one in every 256 bytes).
+/// Log data at least this long whose line feeds outnumber its carriage returns many times over
+/// was copied in text mode. In binary logs the two bytes are about as frequent (clean real logs
+/// hold 0.48 to 4.2 carriage returns a line feed); a copy that turned every carriage return, or
+/// seven in eight, into line feeds holds none, or about 0.04.
 const NEWLINE_EVIDENCE: usize = 16 * 1024;
+
+/// At most one carriage return for this many line feeds in log data copied in text mode.
+const LINE_FEEDS_PER_CARRIAGE_RETURN: usize = 8;
+
+/// Line feeds beyond [`LINE_FEEDS_PER_CARRIAGE_RETURN`] times the carriage returns that make
+/// the evidence: counted, not a share of the length, so that a copy with part of its data taken
+/// out (a salvaged log) reads as the file did.
+const MIN_LINE_FEED_EXCESS: usize = 64;
 
 /// Line feeds a file must hold, each right after a carriage return, to be taken for a copy whose
 /// line feeds all became CR LF: a Blackbox header alone has dozens, and in binary data one line
@@ -26,12 +37,16 @@ pub enum Conversion {
     LfToCrLf,
 }
 
-/// Whether log data shows the marks of a Windows → Unix text-mode copy: long, with line feeds but
-/// without a single carriage return.
+/// Whether log data shows the marks of a Windows → Unix text-mode copy: long, with many line
+/// feeds and few carriage returns, if any.
 pub fn is_newline_converted(data: &[u8]) -> bool {
-    data.len() >= NEWLINE_EVIDENCE
-        && memchr::memchr(b'\r', data).is_none()
-        && memchr::memchr_iter(b'\n', data).count() >= data.len() / 1024
+    if data.len() < NEWLINE_EVIDENCE {
+        return false;
+    }
+    let line_feeds = memchr::memchr_iter(b'\n', data).count();
+    let carriage_returns = memchr::memchr_iter(b'\r', data).count();
+    let expected = carriage_returns.saturating_mul(LINE_FEEDS_PER_CARRIAGE_RETURN);
+    line_feeds >= expected.saturating_add(MIN_LINE_FEED_EXCESS)
 }
 
 /// Whether `data` is a Unix → Windows text-mode copy: at least [`MIN_CRLF_PAIRS`] line feeds,

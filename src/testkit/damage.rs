@@ -26,6 +26,9 @@ pub enum Model {
     Truncate,
     /// Copied in text mode: CR LF → LF, then CR → LF.
     Newline,
+    /// Copied by a tool that converts most line ends: CR LF and LF CR → LF, seven in eight other
+    /// CRs → LF, the rest left as they were.
+    NewlineMixed,
     /// One header line garbled (a Blackbox field other than the frame definitions; the format
     /// characters of one DataFlash FMT message).
     HeaderLine,
@@ -41,7 +44,7 @@ impl Model {
     /// (`tests/suite/periodic.rs`).
     pub const PERIODIC: [Model; 2] = [Model::PeriodicInsertions, Model::DifferingInsertions];
     /// Every model that damages bytes where they lie, in the order reports list them.
-    pub const ALL: [Model; 10] = [
+    pub const ALL: [Model; 11] = [
         Model::DropRuns,
         Model::DropBytes,
         Model::LostBlocks,
@@ -51,6 +54,7 @@ impl Model {
         Model::ZeroRuns,
         Model::Truncate,
         Model::Newline,
+        Model::NewlineMixed,
         Model::HeaderLine,
     ];
 
@@ -66,6 +70,7 @@ impl Model {
             Model::ZeroRuns => "zero-runs",
             Model::Truncate => "truncate",
             Model::Newline => "newline",
+            Model::NewlineMixed => "newline-mixed",
             Model::HeaderLine => "header-line",
             Model::PeriodicInsertions => "periodic-insertions",
             Model::DifferingInsertions => "differing-insertions",
@@ -80,7 +85,12 @@ impl Model {
 
     /// Whether the model changes values in place (rather than removing, inserting or zeroing).
     pub fn changes_values_in_place(self) -> bool {
-        matches!(self, Model::BitFlips | Model::Newline)
+        matches!(self, Model::BitFlips | Model::Newline | Model::NewlineMixed)
+    }
+
+    /// Whether the model is a text-mode copy.
+    pub fn is_text_mode_copy(self) -> bool {
+        matches!(self, Model::Newline | Model::NewlineMixed)
     }
 }
 
@@ -319,6 +329,16 @@ pub fn damage(input: &[u8], model: Model, seed: u64) -> Damaged {
                 i += 1;
             }
         }
+        Model::NewlineMixed => {
+            for i in memchr::memchr_iter(b'\r', input) {
+                let paired = input.get(i + 1) == Some(&b'\n') || i > 0 && input[i - 1] == b'\n';
+                if paired {
+                    edits.push((i, Edit::Remove(1), "newline"));
+                } else if rng.range(0, 8) != 0 {
+                    edits.push((i, Edit::Replace(vec![b'\n']), "newline"));
+                }
+            }
+        }
         Model::PeriodicInsertions | Model::DifferingInsertions => {
             let every = rng.range(512, 8193);
             let len = rng.range(2, 65);
@@ -446,7 +466,7 @@ mod tests {
                     assert_ne!(input[i], d.data[o], "{model:?} seed {seed}");
                     assert_ne!(input[i + n - 1], d.data[o + n - 1], "{model:?} seed {seed}");
                 }
-                if model != Model::Newline {
+                if !model.is_text_mode_copy() {
                     assert!(
                         !d.changes.is_empty(),
                         "{model:?} seed {seed} changed nothing"
