@@ -94,6 +94,18 @@ fn seeds() -> BTreeMap<String, Vec<u8>> {
     .collect()
 }
 
+/// A seed that is a text-mode copy (every CR turned into a LF) of a Betaflight 4 flight long
+/// enough to read as one: it leads the fuzzer to the line-feed readings.
+fn text_mode_seed() -> (String, Vec<u8>) {
+    let spec = FlightSpec {
+        seed: 19,
+        iterations: 3072,
+        ..FlightSpec::new(Layout::Betaflight4)
+    };
+    let copy = damage(&flight(&spec), Model::Newline, 0).data;
+    ("betaflight4-text-mode-copy.bbl".to_owned(), copy)
+}
+
 /// The DataFlash seed logs: two synthetic ArduCopter flights.
 fn dataflash_seeds() -> BTreeMap<String, Vec<u8>> {
     [("copter-1s.bin", 21, 1), ("copter-3s.bin", 22, 3)]
@@ -144,7 +156,7 @@ fn write_if_blessing() {
             return;
         }
         std::fs::create_dir_all(seeds_dir()).unwrap();
-        for (name, data) in seeds() {
+        for (name, data) in seeds().into_iter().chain([text_mode_seed()]) {
             std::fs::write(seeds_dir().join(name), data).unwrap();
         }
         std::fs::create_dir_all(dataflash_seeds_dir()).unwrap();
@@ -210,6 +222,16 @@ fn seeds_are_what_the_generator_makes() {
             report.file.corrupt_spans
         );
     }
+}
+
+#[test]
+fn a_seed_is_read_as_a_text_mode_copy() {
+    write_if_blessing();
+    let (name, data) = text_mode_seed();
+    assert!(data.len() <= 65_536, "seed {name} is {} bytes", data.len());
+    assert_committed(&seeds_dir(), &name, &data);
+    let sessions = bbcheck::blackbox::sessions(&data);
+    assert!(bbcheck::blackbox::copied_in_text_mode(&data, &sessions[0]));
 }
 
 #[test]
