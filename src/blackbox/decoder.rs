@@ -982,11 +982,11 @@ impl<'a> SessionDecoder<'a> {
             if lost_frames || time_drifted {
                 self.group.drifted();
             }
-            let in_step = joined || self.group.trusted_without_join();
-            let trusted = offset.is_none() && in_step;
             let untrusted =
                 self.group
                     .first_untrusted(&around, &self.p_predictors, self.time_index);
+            let in_step = joined || self.group.trusted_without_join(untrusted.from);
+            let trusted = offset.is_none() && in_step;
             // A P frame offset from there to the next I frame.
             let p_offset = next
                 .and_then(|next| {
@@ -1242,7 +1242,6 @@ impl<'a> SessionDecoder<'a> {
     /// Close a group whose stream was broken before the next I frame.
     fn settle(&mut self, sink: &mut impl Sink) {
         if !self.stream_valid && !self.group.is_empty() {
-            let trusted = self.group.trusted_without_join();
             let around = Neighbours {
                 before: if self.before_is_recent() {
                     &self.before_line_feeds
@@ -1259,6 +1258,7 @@ impl<'a> SessionDecoder<'a> {
             let untrusted = self
                 .group
                 .first_untrusted(&around, predictors, self.time_index);
+            let trusted = self.group.trusted_without_join(untrusted.from);
             let mut doubtful = Vec::new();
             self.group
                 .unsettled_fields(&around, predictors, &mut doubtful);

@@ -178,10 +178,21 @@ impl Group {
     }
 
     /// Whether the group can be trusted when no clean I frame follows it (damage came next, or
-    /// the session ended): its I frame followed a trusted group, or P frames decoded from it.
-    pub fn trusted_without_join(&self) -> bool {
+    /// the session ended): its I frame followed a trusted group, P frames decoded from it and
+    /// kept (before item `kept`: a salvaged log holds only those to show it), or it runs in step
+    /// into the log-end event.
+    pub fn trusted_without_join(&self, kept: usize) -> bool {
         let needed = if self.anchor { 3 } else { 2 };
-        self.joined || self.mains >= needed
+        let mains = self.items[..kept.min(self.items.len())]
+            .iter()
+            .filter(|it| matches!(it.kind, FrameKind::I | FrameKind::P))
+            .count();
+        let ends_the_log = self.items.iter().skip(1).all(|it| it.gap.is_none())
+            && self
+                .items
+                .last()
+                .is_some_and(|it| matches!(it.event, Some(Event::LogEnd { .. })));
+        self.joined || mains >= needed || !self.anchor && ends_the_log
     }
 
     /// Note that the values predicted inside the group may be off: the stream after it failed the
@@ -650,5 +661,36 @@ mod tests {
             ..around
         };
         assert_eq!(g.first_unsettled_line_feeds(&around, &previous, 0).0, 0);
+    }
+
+    #[test]
+    fn an_i_frame_after_damage_stands_on_frames_kept_or_on_the_log_end() {
+        let log_end = |gap| Item {
+            kind: FrameKind::E,
+            start: 30,
+            end: 40,
+            gap,
+            values: 0..0,
+            event: Some(Event::LogEnd {
+                disarm_reason: None,
+            }),
+        };
+        // P frames decoded from it show it, but only those kept: a salvaged log holds no other.
+        let g = group(&[10, 11], &[]);
+        assert!(g.trusted_without_join(2));
+        assert!(!g.trusted_without_join(1));
+        // The log-end event right after it, in step, shows it too.
+        let mut g = group(&[10, 11], &[]);
+        g.push(log_end(None), &[]);
+        assert!(g.trusted_without_join(1));
+        let mut g = group(&[10, 11], &[]);
+        g.push(log_end(Some(DamageReason::BadEncoding)), &[]);
+        assert!(!g.trusted_without_join(1));
+        // An I frame that jumped needs two P frames kept.
+        let mut g = group(&[10, 11], &[]);
+        g.restart(false, true);
+        g.push(main_item(FrameKind::I), &[10]);
+        g.push(log_end(None), &[]);
+        assert!(!g.trusted_without_join(2));
     }
 }
