@@ -1008,7 +1008,9 @@ impl<'a> SessionDecoder<'a> {
                     .learn(&self.group, next, iteration, self.header.i_interval);
             }
             self.commit_group(in_step, untrusted, suspicion, doubtful, sink);
-            if trusted && settled && !resumed {
+            // A group before a logging pause is compared with the group after it as a group
+            // before damage is: a salvaged log marks lost frames with the same event.
+            if trusted && settled {
                 std::mem::swap(&mut self.before, &mut self.group);
             } else {
                 self.before.clear();
@@ -1211,23 +1213,22 @@ impl<'a> SessionDecoder<'a> {
             && (untrusted.from == group.items.len()
                 || untrusted.reason == DamageReason::NewlineConverted);
         let (before, doubtful) = match group.last_main() {
+            // Across a logging pause the values need not continue.
+            _ if group.resumed() => (None, Vec::new()),
             Some(last) if line_feeds_alone => (Some(last), doubtful),
             _ => (last_trusted.map(|item| group.values(item)), Vec::new()),
         };
-        if let Some(before) = before.filter(|_| self.newline_converted) {
+        if self.newline_converted && (before.is_some() || group.resumed()) {
             self.before_line_feeds.clear();
-            self.before_line_feeds.extend_from_slice(before);
+            self.before_line_feeds.extend(before.into_iter().flatten());
             self.before_doubtful = doubtful;
         }
         ledger.close_suspect(evidence);
     }
 
     /// Whether the last main frame whose values stand lies at most [`LINE_FEED_REACH`] I
-    /// intervals before the group's I frame, with no logging pause between.
+    /// intervals before the group's I frame.
     fn before_is_recent(&self) -> bool {
-        if self.group.resumed() {
-            return false;
-        }
         let iteration = |frame: &[i64]| frame.get(self.iteration_index).map(|&i| i as u32);
         let reach = LINE_FEED_REACH.saturating_mul(self.header.i_interval);
         match (
