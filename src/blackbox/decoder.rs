@@ -1008,9 +1008,7 @@ impl<'a> SessionDecoder<'a> {
                     .learn(&self.group, next, iteration, self.header.i_interval);
             }
             self.commit_group(in_step, untrusted, suspicion, doubtful, sink);
-            // A group before a logging pause is compared with the group after it as a group
-            // before damage is: a salvaged log marks lost frames with the same event.
-            if trusted && settled {
+            if trusted && settled && !resumed {
                 std::mem::swap(&mut self.before, &mut self.group);
             } else {
                 self.before.clear();
