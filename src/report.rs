@@ -168,6 +168,9 @@ pub enum Rule {
     ValueRange,
     /// NaN or an infinity in a DataFlash float column that held only finite values.
     NotANumber,
+    /// In a text-mode copy, a line feed that may have been a carriage return, where the frames
+    /// around it show neither reading: the values read are the reading that joins them better.
+    LineFeed,
 }
 
 impl Rule {
@@ -179,6 +182,7 @@ impl Rule {
             Rule::DamageAfterIFrame => "damage-after-i-frame",
             Rule::ValueRange => "value-range",
             Rule::NotANumber => "not-a-number",
+            Rule::LineFeed => "line-feed",
         }
     }
 }

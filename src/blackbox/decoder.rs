@@ -982,9 +982,10 @@ impl<'a> SessionDecoder<'a> {
             if lost_frames || time_drifted {
                 self.group.drifted();
             }
-            let untrusted =
-                self.group
-                    .first_untrusted(&around, &self.p_predictors, self.time_index);
+            let timing = [self.iteration_index, self.time_index];
+            let untrusted = self
+                .group
+                .first_untrusted(&around, &self.p_predictors, timing);
             let in_step = joined || self.group.trusted_without_join(untrusted.from);
             let trusted = offset.is_none() && in_step;
             // A P frame offset from there to the next I frame.
@@ -994,11 +995,18 @@ impl<'a> SessionDecoder<'a> {
                         .first_offset_p_frame(next, &self.p_predictors, &self.motion)
                 })
                 .filter(|&(from, _)| from < untrusted.from);
-            let suspicion = offset
-                .map(|offset| Suspicion::of(Rule::IFrameOffset, 0, offset))
-                .or(p_offset.map(|(from, offset)| Suspicion::of(Rule::PFrameOffset, from, offset)));
+            let line_feed = self.line_feed_suspicion(&untrusted);
+            // The first of the rules' suspicions.
+            let suspicion = [
+                offset.map(|offset| Suspicion::of(Rule::IFrameOffset, 0, offset)),
+                p_offset.map(|(from, offset)| Suspicion::of(Rule::PFrameOffset, from, offset)),
+                line_feed,
+            ]
+            .into_iter()
+            .flatten()
+            .min_by_key(|s| s.from);
             // The decoder goes on as if the group ended where its values come into doubt.
-            let kept = p_offset.map_or(untrusted.from, |(from, _)| from);
+            let kept = suspicion.map_or(untrusted.from, |s| s.from.min(untrusted.from));
             let settled = kept == self.group.items.len();
             if let Some(next) = next
                 && trusted
@@ -1207,7 +1215,7 @@ impl<'a> SessionDecoder<'a> {
         // resting on unsettled line feeds, when nothing else put the group in doubt; else the last
         // main frame trusted.
         let line_feeds_alone = in_step
-            && suspicion.is_none()
+            && suspicion.is_none_or(|s| s.rule == Rule::LineFeed)
             && (untrusted.from == group.items.len()
                 || untrusted.reason == DamageReason::NewlineConverted);
         let (before, doubtful) = match group.last_main() {
@@ -1238,6 +1246,16 @@ impl<'a> SessionDecoder<'a> {
         }
     }
 
+    /// The suspicion of the first line feed in the group that its neighbours do not settle, when
+    /// it comes before the frames refused.
+    fn line_feed_suspicion(&self, untrusted: &Untrusted) -> Option<Suspicion> {
+        let from = untrusted.line_feed_from;
+        (from < untrusted.from)
+            .then(|| self.group.line_feed_of(from))
+            .flatten()
+            .map(|value| Suspicion::of_line_feed(from, value))
+    }
+
     /// Close a group whose stream was broken before the next I frame.
     fn settle(&mut self, sink: &mut impl Sink) {
         if !self.stream_valid && !self.group.is_empty() {
@@ -1254,14 +1272,13 @@ impl<'a> SessionDecoder<'a> {
             let (predictors, high_bits) = (&self.p_predictors, &self.p_high_bits);
             self.group
                 .read_carriage_returns(&around, predictors, high_bits, timing);
-            let untrusted = self
-                .group
-                .first_untrusted(&around, predictors, self.time_index);
+            let untrusted = self.group.first_untrusted(&around, predictors, timing);
             let trusted = self.group.trusted_without_join(untrusted.from);
             let mut doubtful = Vec::new();
             self.group
                 .unsettled_fields(&around, predictors, &mut doubtful);
-            self.commit_group(trusted, untrusted, None, doubtful, sink);
+            let line_feed = self.line_feed_suspicion(&untrusted);
+            self.commit_group(trusted, untrusted, line_feed, doubtful, sink);
             self.group.clear();
         }
     }

@@ -27,6 +27,9 @@ pub struct Untrusted {
     /// Whether only the I frame is kept of a group that drifted: the damage may have begun
     /// inside it.
     pub after_i_frame: bool,
+    /// The first main frame resting on a line feed that its neighbours do not show to be one or
+    /// a carriage return (`items.len()` when there is none): from there on, values are in doubt.
+    pub line_feed_from: usize,
 }
 
 /// A frame the rules accept, waiting for the group's verdict.
@@ -204,18 +207,26 @@ impl Group {
 
     /// The first main frame not to trust and why: in a group that drifted, every one after the I
     /// frame, or the I frame too when neither the group before it nor the next I frame
-    /// corroborates it; and the first resting on an unsettled line feed (see
-    /// [`Group::first_unsettled_line_feeds`]). Also the first whose `time_field` is in doubt.
+    /// corroborates it; and the first whose iteration or time (`timing`) rests on an unsettled
+    /// line feed (see [`Group::first_unsettled_line_feeds`]). Also the first whose time is in
+    /// doubt, and the first whose other values are.
     pub fn first_untrusted(
         &self,
         around: &Neighbours<'_>,
         predictors: &[Predictor],
-        time_field: usize,
+        timing: [usize; 2],
     ) -> Untrusted {
-        let (line_feed, time) = self.first_unsettled_line_feeds(around, predictors, time_field);
-        let next = around.next;
+        let (line_feed_from, iteration) =
+            self.first_unsettled_line_feeds(around, predictors, timing[0]);
+        let time = if line_feed_from < self.items.len() {
+            self.first_unsettled_line_feeds(around, predictors, timing[1])
+                .1
+        } else {
+            self.items.len()
+        };
+        let refused = iteration.min(time);
         let drift = if self.drifted {
-            let corroborated = self.joined || next.is_some();
+            let corroborated = self.joined || around.next.is_some();
             // In a text-mode copy a line feed is the only byte changed: the frames before the
             // first one that reads otherwise as a carriage return hold what was logged.
             let first_line_feed = self.line_feeds.first().map_or(1, |&(item, _)| item.max(1));
@@ -225,17 +236,26 @@ impl Group {
         } else {
             self.items.len()
         };
-        let (from, reason) = if drift < line_feed {
+        let (from, reason) = if drift < refused {
             (drift, DamageReason::SuspectGroup)
         } else {
-            (line_feed, DamageReason::NewlineConverted)
+            (refused, DamageReason::NewlineConverted)
         };
         Untrusted {
             from,
             reason,
             time_from: drift.min(time),
-            after_i_frame: self.drifted && drift == 1 && drift < line_feed,
+            after_i_frame: self.drifted && drift == 1 && drift < refused,
+            line_feed_from,
         }
+    }
+
+    /// The first value of `item` that a carriage return would change.
+    pub fn line_feed_of(&self, item: usize) -> Option<LineFeedValue> {
+        self.line_feeds
+            .iter()
+            .find(|(it, _)| *it == item)
+            .map(|&(_, v)| v)
     }
 
     /// The largest change of `field` between consecutive main frames held (frames of another
@@ -494,17 +514,23 @@ mod tests {
     }
 
     #[test]
-    fn only_a_line_feed_in_the_time_field_puts_the_time_in_doubt() {
+    fn a_line_feed_in_the_time_refuses_frames_and_one_elsewhere_puts_them_in_doubt() {
         // Field 0 rests on an unsettled line feed from item 3 on (nothing after the group shows
-        // what it was).
+        // what it was). As the time (or the iteration), the frames are refused from there.
         let g = group(&[10, 11, 12, 13], &[(3, -12)]);
         let previous = [Predictor::Previous];
-        let untrusted = g.first_untrusted(&Neighbours::default(), &previous, 0);
-        assert_eq!((untrusted.from, untrusted.time_from), (3, 3));
-        assert_eq!(untrusted.reason, DamageReason::NewlineConverted);
-        // With the time in another field, the frames' times stand.
-        let untrusted = g.first_untrusted(&Neighbours::default(), &previous, 1);
-        assert_eq!((untrusted.from, untrusted.time_from), (3, 4));
+        for timing in [[9, 0], [0, 9]] {
+            let untrusted = g.first_untrusted(&Neighbours::default(), &previous, timing);
+            assert_eq!(untrusted.from, 3);
+            assert_eq!(untrusted.reason, DamageReason::NewlineConverted);
+            assert_eq!(untrusted.line_feed_from, 3);
+        }
+        let untrusted = g.first_untrusted(&Neighbours::default(), &previous, [9, 0]);
+        assert_eq!(untrusted.time_from, 3);
+        // As another field, they are kept, in doubt from there, and their times stand.
+        let untrusted = g.first_untrusted(&Neighbours::default(), &previous, [9, 1]);
+        assert_eq!((untrusted.from, untrusted.time_from), (4, 4));
+        assert_eq!(untrusted.line_feed_from, 3);
         // A group that drifted puts every time after its I frame in doubt.
         let mut g = group(&[10, 11, 12, 13], &[]);
         g.drifted();
@@ -514,7 +540,7 @@ mod tests {
                 ..Neighbours::default()
             },
             &previous,
-            1,
+            [9, 1],
         );
         assert_eq!((untrusted.from, untrusted.time_from), (1, 1));
     }

@@ -693,6 +693,12 @@ fn write_suspect_span(
         (Some(field), Rule::NotANumber) => {
             write!(out, ", {field} not a number after finite values")?
         }
+        (Some(field), Rule::LineFeed) => write!(
+            out,
+            ", {field} {:+} as a carriage return, and neither reading joins the frames around it \
+             clearly better",
+            e.offset
+        )?,
         (Some(field), Rule::ValueRange) => write!(
             out,
             ", {field} {} octaves above its largest value before (threshold {}, score {:.2})",

@@ -330,11 +330,23 @@ fn print_material(truth: &Truth<'_>, got: &Mains, case: &str) {
 /// Clean main frames missing between two accepted ones of the same session of `report`.
 fn lost_between(truth: &Truth<'_>, got: &Mains, report: &bbcheck::report::FileReport) -> u64 {
     let session = |offset: u64| report.sessions.partition_point(|s| s.start <= offset);
-    let accepted: Vec<(usize, usize)> = got
-        .frames
-        .iter()
-        .filter_map(|f| truth.get(&f.key).map(|&(i, _)| (session(f.start), i)))
-        .collect();
+    // A suspect frame may carry a wrong time: it stands for the clean frame of its iteration
+    // that follows the last one accepted.
+    let frames = &truth.clean.frames;
+    let mut accepted: Vec<(usize, usize)> = Vec::new();
+    for f in &got.frames {
+        let i = match truth.get(&f.key) {
+            Some(&(i, _)) => Some(i),
+            None if f.trust == Trust::Suspect => {
+                let from = accepted.last().map_or(0, |&(_, i)| i + 1);
+                (from..frames.len().min(from + 1024)).find(|&i| frames[i].key.0 == f.key.0)
+            }
+            None => None,
+        };
+        if let Some(i) = i {
+            accepted.push((session(f.start), i));
+        }
+    }
     accepted
         .windows(2)
         .filter(|w| w[0].0 == w[1].0 && w[1].1 > w[0].1)

@@ -1,9 +1,10 @@
 //! In a text-mode copy each line feed may have been a carriage return or a CR LF pair. A main
 //! frame whose values would differ had a line feed been a carriage return notes those values;
-//! the group reads the line feed as one where the read values join the frames around them
-//! better, by [`LINE_FEED_MARGIN`], over at least [`MIN_LINE_FEED_STEPS`] steps (or one step from
-//! a kept frame before the group), and as the carriage return where those values join better by
-//! as much. Otherwise the frames from there on are refused (`newline-converted`).
+//! the group reads the line feed as whichever reading joins the frames around them better, and
+//! the reading stands where it does so by [`LINE_FEED_MARGIN`], over at least
+//! [`MIN_LINE_FEED_STEPS`] steps (or one step from a kept frame before the group). Otherwise the
+//! frames from there on are suspect (`line-feed`), or refused (`newline-converted`) where the
+//! iteration or time rests on the line feed.
 
 use super::p_frame_offset::carried_error;
 use crate::blackbox::frame::FrameKind;
@@ -61,9 +62,10 @@ impl Group {
     }
 
     /// Read as carriage returns the line feeds whose carriage-return values join their neighbours
-    /// better, by [`LINE_FEED_MARGIN`]: their values, and those of the P frames predicted from
-    /// them, become what the carriage return gives (the line feed is then the other reading).
-    /// Line feeds that would change a field of `timing` (the iteration and time) are left alone.
+    /// better: their values, and those of the P frames predicted from them, become what the
+    /// carriage return gives (the line feed is then the other reading). Whether the reading
+    /// stands is judged after, by [`LINE_FEED_MARGIN`]. Line feeds that would change a field of
+    /// `timing` (the iteration and time) are left alone.
     pub fn read_carriage_returns(
         &mut self,
         around: &Neighbours<'_>,
@@ -84,9 +86,9 @@ impl Group {
             {
                 continue;
             }
-            let (read, other, enough) = self.judge(item, values, around, predictors);
-            let decided = enough && other * LINE_FEED_MARGIN < read;
-            if !decided {
+            // Where neither reading stands, the frames are kept in doubt with the better one.
+            let (read, other, _) = self.judge(item, values, around, predictors);
+            if other >= read {
                 continue;
             }
             self.reread(item, range.clone(), predictors, high_bits);

@@ -11,8 +11,10 @@
 //!   [`Suspicion`]): [`i_frame_offset`], [`p_frame_offset`], and the I frame of a group in which
 //!   frames were lost or the time drifted (the loss may begin inside it). Evidence scored at
 //!   [`CORRUPT_SCORE`] or more refuses the frames after all.
-//! - in a text-mode copy, the [`line_feed`] each frame holds is read as a line feed only where
-//!   the frames around it show it.
+//! - in a text-mode copy, the [`line_feed`] each frame holds is read as a line feed or as a
+//!   carriage return where the frames around it show which; elsewhere the frames from there on
+//!   are suspect (`line-feed`, with the better reading), or refused where the iteration or time
+//!   rests on it.
 //!
 //! `tests/suite/clean_flights.rs` holds the calibration: on every clean real log and on generated hard
 //! flights no value rule fires.
@@ -23,6 +25,7 @@ pub mod line_feed;
 pub mod p_frame_offset;
 pub mod value_bounds;
 
+use crate::blackbox::group::LineFeedValue;
 use crate::report::{Evidence, Rule};
 
 /// The score from which value evidence alone refuses frames rather than marking them suspect:
@@ -70,6 +73,18 @@ impl Suspicion {
             rule,
             offset: Some(offset),
         }
+    }
+
+    /// The suspicion of a line feed not settled, `value` of main frame item `from`: the readings
+    /// differ by its difference, and neither joins the frames around it clearly better (a score
+    /// of 1).
+    pub fn of_line_feed(from: usize, value: LineFeedValue) -> Suspicion {
+        let offset = Offset {
+            field: value.field,
+            offset: value.delta,
+            threshold: value.delta,
+        };
+        Suspicion::of(Rule::LineFeed, from, offset)
     }
 
     /// The evidence as reports state it, naming the field from the main-frame `names`.
