@@ -1015,8 +1015,16 @@ impl<'a> SessionDecoder<'a> {
                 self.motion
                     .learn(&self.group, next, iteration, self.header.i_interval);
             }
+            // The next group's I frame is compared with this group's frames when they are all
+            // kept, trusted or suspect: a salvaged log holds the suspect ones, and there this
+            // group may have nothing to be compared with (frames lost before it are marked as a
+            // logging pause).
+            let names = self.header.def(FrameKind::I).map_or(&[][..], |d| &d.names);
+            let kept_whole = in_step
+                && untrusted.from == self.group.items.len()
+                && suspicion.is_none_or(|s| s.evidence(names).score < CORRUPT_SCORE);
             self.commit_group(in_step, untrusted, suspicion, doubtful, sink);
-            if trusted && settled && !resumed {
+            if kept_whole && !resumed {
                 std::mem::swap(&mut self.before, &mut self.group);
             } else {
                 self.before.clear();
