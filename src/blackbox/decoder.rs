@@ -270,7 +270,7 @@ pub struct SessionDecoder<'a> {
     /// The last group, when it was trusted whole: what the next group's I frame steps from.
     before: Group,
     /// The last main frame whose values stand (but for `before_doubtful`): what the line feeds
-    /// of a group soon after it are judged from (see [`Decoder::before_is_recent`]).
+    /// of a group soon after it are judged from (see [`SessionDecoder::before_is_recent`]).
     before_line_feeds: Vec<i64>,
     /// Fields of `before_line_feeds` whose values rest on a line feed that was not settled, with
     /// the difference reading it otherwise makes.

@@ -49,7 +49,8 @@ impl Group {
     }
 
     /// How the readings of one line feed (`values`, of `item`) join their neighbours: the read
-    /// values', the carriage return's, and whether the steps that tell them apart are enough.
+    /// values', the carriage return's, and whether the steps that tell them apart are enough
+    /// ([`MIN_LINE_FEED_STEPS`], or one from the frame before the group to its I frame).
     fn judge(
         &self,
         item: usize,
@@ -150,8 +151,8 @@ impl Group {
     /// (`items.len()` when there is none), and the first whose value of `field` does. The read
     /// values and those a carriage return would give are carried through the P frames held
     /// (`predictors`), and each is joined to the main frame before it (`around.before` for the I
-    /// frame, when known) and the last to the next I frame: a line feed stands when the read
-    /// values step less, by [`LINE_FEED_MARGIN`]. Without the next I frame no line feed stands.
+    /// frame, when known) and the last to the next I frame, when known: the reading stands when
+    /// its values step less, by [`LINE_FEED_MARGIN`], over enough steps (see [`Group::judge`]).
     pub fn first_unsettled_line_feeds(
         &self,
         around: &Neighbours<'_>,
@@ -209,6 +210,7 @@ impl Group {
         }
     }
 
+    /// Whether the values read of one line feed stand (see [`Group::first_unsettled_line_feeds`]).
     fn settled(
         &self,
         item: usize,
