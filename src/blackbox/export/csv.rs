@@ -873,7 +873,7 @@ pub struct ReferenceCsv {
     slow_text_stale: bool,
     /// Room for one row's main columns, reused.
     cells: Vec<u8>,
-    /// INAV's tool: the home position of the session's last H frame (GPS_home[0], GPS_home[1]).
+    /// INAV's tool: the home position of the session's last H frame (`GPS_home[0]`, `GPS_home[1]`).
     home: Option<(i64, i64)>,
     /// INAV's tool: the log start less the session's first time written in a CSV file, from which
     /// GPX times count.
