@@ -5,7 +5,7 @@
 //! [`MIN_LINE_FEED_STEPS`] steps (or one step from a kept frame before the group). Otherwise the
 //! frames from there on are suspect (`line-feed`), or refused (`newline-converted`) where the
 //! iteration or time rests on the line feed. Calibration (`docs/quality.md`): at 2× the text-mode
-//! copies of 14 real logs keep 916 materially wrong frames trusted, against 1.5× 1,606 and 3× 490,
+//! copies of 14 real logs keep 913 materially wrong frames trusted, against 1.5× 1,606 and 3× 490,
 //! for 63.8 %, 68.3 % and 58.7 % of their intact frames; clean logs are never read this way.
 
 use super::p_frame_offset::carried_error;
