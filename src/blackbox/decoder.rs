@@ -944,48 +944,29 @@ impl<'a> SessionDecoder<'a> {
             let joined = self.stream_valid && self.group.is_open();
             // Across a logging pause the values need not continue.
             let resumed = self.group.resumed();
-            let next = self.history.last_two().0.filter(|_| joined && !resumed);
-            let around = Neighbours {
-                before: if self.before_is_recent() {
-                    &self.before_line_feeds
-                } else {
-                    &[]
-                },
-                before_doubtful: &self.before_doubtful,
-                next,
-                next_line_feeds: &self.line_feed_values,
-            };
-            let timing = [self.iteration_index, self.time_index];
-            let (predictors, high_bits) = (&self.p_predictors, &self.p_high_bits);
-            self.group
-                .read_carriage_returns(&around, predictors, high_bits, timing);
-            let mut doubtful = Vec::new();
-            self.group
-                .unsettled_fields(&around, &self.p_predictors, &mut doubtful);
-            let offset = next.and_then(|next| {
-                self.group
-                    .offset_by_its_i_frame(&self.before, next, &self.offset_fields)
-            });
+            let follows = joined && !resumed;
             // Main frames lost inside the group leave the P frames after them predicted from the
             // frames before, in step and a plausible iteration on: only the next I frame, further
             // on than the schedule allows, shows it.
-            let lost_frames = joined
-                && !resumed
+            let lost_frames = follows
                 && self.last_iteration.is_some_and(|last| {
                     iteration != last.wrapping_add(1 + self.header.skipped_after(last))
                 });
             // Time predicted along a straight line carries an error on, growing: the step to the
             // next I frame takes it back (clean real logs step within 1.8 times the loop time).
             let time_drifted =
-                joined && !resumed && !self.timing_within(iteration, time, JOIN_TIME_FACTOR, 0.0);
+                follows && !self.timing_within(iteration, time, JOIN_TIME_FACTOR, 0.0);
             // Either leaves the group's I frame as it was: only the frames after it are refused.
             if lost_frames || time_drifted {
                 self.group.drifted();
             }
-            let timing = [self.iteration_index, self.time_index];
-            let untrusted = self
-                .group
-                .first_untrusted(&around, &self.p_predictors, timing);
+            // The line feeds first: the values the other rules read may change.
+            let (untrusted, line_feed, doubtful) = self.judge_line_feeds(follows);
+            let next = self.history.last_two().0.filter(|_| follows);
+            let offset = next.and_then(|next| {
+                self.group
+                    .offset_by_its_i_frame(&self.before, next, &self.offset_fields)
+            });
             let in_step = joined || self.group.trusted_without_join(untrusted.from);
             let trusted = offset.is_none() && in_step;
             // A P frame offset from there to the next I frame.
@@ -995,7 +976,6 @@ impl<'a> SessionDecoder<'a> {
                         .first_offset_p_frame(next, &self.p_predictors, &self.motion)
                 })
                 .filter(|&(from, _)| from < untrusted.from);
-            let line_feed = self.line_feed_suspicion(&untrusted);
             // The first of the rules' suspicions.
             let suspicion = [
                 offset.map(|offset| Suspicion::of(Rule::IFrameOffset, 0, offset)),
@@ -1019,11 +999,7 @@ impl<'a> SessionDecoder<'a> {
             // kept, trusted or suspect: a salvaged log holds the suspect ones, and there this
             // group may have nothing to be compared with (frames lost before it are marked as a
             // logging pause).
-            let names = self.header.def(FrameKind::I).map_or(&[][..], |d| &d.names);
-            let kept_whole = in_step
-                && untrusted.from == self.group.items.len()
-                && suspicion.is_none_or(|s| s.evidence(names).score < CORRUPT_SCORE);
-            self.commit_group(in_step, untrusted, suspicion, doubtful, sink);
+            let kept_whole = self.commit_group(in_step, untrusted, suspicion, doubtful, sink);
             if kept_whole && !resumed {
                 std::mem::swap(&mut self.before, &mut self.group);
             } else {
@@ -1163,7 +1139,7 @@ impl<'a> SessionDecoder<'a> {
         suspicion: Option<Suspicion>,
         doubtful: Vec<(usize, i64)>,
         sink: &mut impl Sink,
-    ) {
+    ) -> bool {
         // Of a group that drifted with only its I frame kept, the I frame is in doubt too.
         let suspicion = suspicion.or(untrusted.after_i_frame.then_some(Suspicion {
             from: 0,
@@ -1222,22 +1198,25 @@ impl<'a> SessionDecoder<'a> {
         // What the next group's line feeds are judged from: the last main frame, but for fields
         // resting on unsettled line feeds, when nothing else put the group in doubt; else the last
         // main frame trusted.
-        let line_feeds_alone = in_step
-            && suspicion.is_none_or(|s| s.rule == Rule::LineFeed)
-            && (untrusted.from == group.items.len()
-                || untrusted.reason == DamageReason::NewlineConverted);
-        let (before, doubtful) = match group.last_main() {
-            // Across a logging pause the values need not continue.
-            _ if group.resumed() => (None, Vec::new()),
-            Some(last) if line_feeds_alone => (Some(last), doubtful),
-            _ => (last_trusted.map(|item| group.values(item)), Vec::new()),
-        };
-        if self.newline_converted && (before.is_some() || group.resumed()) {
-            self.before_line_feeds.clear();
-            self.before_line_feeds.extend(before.into_iter().flatten());
-            self.before_doubtful = doubtful;
+        if self.newline_converted {
+            let line_feeds_alone = in_step
+                && suspicion.is_none_or(|s| s.rule == Rule::LineFeed)
+                && (untrusted.from == group.items.len()
+                    || untrusted.reason == DamageReason::NewlineConverted);
+            let (before, doubtful) = match group.last_main() {
+                // Across a logging pause the values need not continue.
+                _ if group.resumed() => (None, Vec::new()),
+                Some(last) if line_feeds_alone => (Some(last), doubtful),
+                _ => (last_trusted.map(|item| group.values(item)), Vec::new()),
+            };
+            if before.is_some() || group.resumed() {
+                self.before_line_feeds.clear();
+                self.before_line_feeds.extend(before.into_iter().flatten());
+                self.before_doubtful = doubtful;
+            }
         }
         ledger.close_suspect(evidence);
+        in_step && untrusted.from == group.items.len()
     }
 
     /// Whether the last main frame whose values stand lies at most [`LINE_FEED_REACH`] I
@@ -1246,12 +1225,46 @@ impl<'a> SessionDecoder<'a> {
         let iteration = |frame: &[i64]| frame.get(self.iteration_index).map(|&i| i as u32);
         let reach = LINE_FEED_REACH.saturating_mul(self.header.i_interval);
         match (
-            self.group.first_main_values().and_then(iteration),
+            self.group.main_frames().next().and_then(iteration),
             iteration(&self.before_line_feeds),
         ) {
             (Some(now), Some(then)) => now.wrapping_sub(then) <= reach,
             _ => false,
         }
+    }
+
+    /// Judge the open group's line feeds by the frames around it (the next I frame when
+    /// `with_next`): read as carriage returns those that join better so, and say from which frame
+    /// the group is refused, which frames are in doubt, and the fields left in doubt for the next
+    /// group (see [`Group::unsettled_fields`]).
+    fn judge_line_feeds(
+        &mut self,
+        with_next: bool,
+    ) -> (Untrusted, Option<Suspicion>, Vec<(usize, i64)>) {
+        let around = Neighbours {
+            before: if self.before_is_recent() {
+                &self.before_line_feeds
+            } else {
+                &[]
+            },
+            before_doubtful: &self.before_doubtful,
+            next: self.history.last_two().0.filter(|_| with_next),
+            next_line_feeds: if with_next {
+                &self.line_feed_values
+            } else {
+                &[]
+            },
+        };
+        let timing = [self.iteration_index, self.time_index];
+        let (predictors, high_bits) = (&self.p_predictors, &self.p_high_bits);
+        self.group
+            .read_carriage_returns(&around, predictors, high_bits, timing);
+        let untrusted = self.group.first_untrusted(&around, predictors, timing);
+        let mut doubtful = Vec::new();
+        self.group
+            .unsettled_fields(&around, predictors, &mut doubtful);
+        let line_feed = self.line_feed_suspicion(&untrusted);
+        (untrusted, line_feed, doubtful)
     }
 
     /// The suspicion of the first line feed in the group that its neighbours do not settle, when
@@ -1267,25 +1280,8 @@ impl<'a> SessionDecoder<'a> {
     /// Close a group whose stream was broken before the next I frame.
     fn settle(&mut self, sink: &mut impl Sink) {
         if !self.stream_valid && !self.group.is_empty() {
-            let around = Neighbours {
-                before: if self.before_is_recent() {
-                    &self.before_line_feeds
-                } else {
-                    &[]
-                },
-                before_doubtful: &self.before_doubtful,
-                ..Neighbours::default()
-            };
-            let timing = [self.iteration_index, self.time_index];
-            let (predictors, high_bits) = (&self.p_predictors, &self.p_high_bits);
-            self.group
-                .read_carriage_returns(&around, predictors, high_bits, timing);
-            let untrusted = self.group.first_untrusted(&around, predictors, timing);
+            let (untrusted, line_feed, doubtful) = self.judge_line_feeds(false);
             let trusted = self.group.trusted_without_join(untrusted.from);
-            let mut doubtful = Vec::new();
-            self.group
-                .unsettled_fields(&around, predictors, &mut doubtful);
-            let line_feed = self.line_feed_suspicion(&untrusted);
             self.commit_group(trusted, untrusted, line_feed, doubtful, sink);
             self.group.clear();
         }

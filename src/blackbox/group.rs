@@ -106,11 +106,6 @@ impl Group {
         last_two(&self.values, &self.last_main, &self.penultimate_main)
     }
 
-    /// The values of the first main frame held (the I frame).
-    pub fn first_main_values(&self) -> Option<&[i64]> {
-        self.first_main.clone().map(|r| &self.values[r])
-    }
-
     /// Whether a group is open (an I frame started it).
     pub fn is_open(&self) -> bool {
         self.mains > 0
