@@ -43,10 +43,38 @@ pub fn is_newline_converted(data: &[u8]) -> bool {
     if data.len() < NEWLINE_EVIDENCE {
         return false;
     }
-    let line_feeds = memchr::memchr_iter(b'\n', data).count();
-    let carriage_returns = memchr::memchr_iter(b'\r', data).count();
-    let expected = carriage_returns.saturating_mul(LINE_FEEDS_PER_CARRIAGE_RETURN);
-    line_feeds >= expected.saturating_add(MIN_LINE_FEED_EXCESS)
+    let mut counts = NewlineCounts::default();
+    counts.add(data);
+    counts.is_newline_converted()
+}
+
+/// Line feeds and carriage returns of log data counted piece by piece, for data that is never
+/// held whole (a salvaged log as it is written).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NewlineCounts {
+    bytes: usize,
+    line_feeds: usize,
+    carriage_returns: usize,
+}
+
+impl NewlineCounts {
+    /// Count the next piece of the data.
+    pub fn add(&mut self, piece: &[u8]) {
+        self.bytes = self.bytes.saturating_add(piece.len());
+        let count = |byte| memchr::memchr_iter(byte, piece).count();
+        self.line_feeds = self.line_feeds.saturating_add(count(b'\n'));
+        self.carriage_returns = self.carriage_returns.saturating_add(count(b'\r'));
+    }
+
+    /// Whether the data counted so far reads as a Windows → Unix text-mode copy (see
+    /// [`is_newline_converted`]).
+    pub fn is_newline_converted(&self) -> bool {
+        let expected = self
+            .carriage_returns
+            .saturating_mul(LINE_FEEDS_PER_CARRIAGE_RETURN);
+        self.bytes >= NEWLINE_EVIDENCE
+            && self.line_feeds >= expected.saturating_add(MIN_LINE_FEED_EXCESS)
+    }
 }
 
 /// Whether `data` is a Unix → Windows text-mode copy: at least [`MIN_CRLF_PAIRS`] line feeds,

@@ -15,6 +15,7 @@ use super::sink::{EventFrame, Frame, Sink};
 use super::writer::SessionWriter;
 use super::{Session, decode_with};
 use crate::report::{FileReport, FrameCounts, Keep, Trust};
+use crate::textmode::NewlineCounts;
 use serde::Serialize;
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -74,6 +75,8 @@ pub struct SalvagedBytes {
 pub trait Output {
     /// The next bytes of session `session` (1-based, as numbered in the input).
     fn write(&mut self, session: usize, bytes: &[u8]) -> io::Result<()>;
+    /// Forget every byte written: the output is written again from its start.
+    fn restart(&mut self) -> io::Result<()>;
     /// The input before `offset` was searched for sessions (see [`Sink::searched`]).
     fn searched(&mut self, _offset: usize) {}
 }
@@ -85,6 +88,11 @@ impl Output for Vec<(usize, Vec<u8>)> {
             Some((index, held)) if *index == session => held.extend_from_slice(bytes),
             _ => self.push((session, bytes.to_vec())),
         }
+        Ok(())
+    }
+
+    fn restart(&mut self) -> io::Result<()> {
+        self.clear();
         Ok(())
     }
 }
@@ -102,6 +110,59 @@ fn defines_usable(header: &super::header::Header, name: &str) -> bool {
     let kind = rest.bytes().next().and_then(FrameKind::from_byte);
     // Names and signedness of P frames are the I frame's.
     kind.is_none_or(|k| header.def(k).is_some())
+}
+
+/// Whether the output, read as it is written, would pass for a text-mode copy though no header
+/// says its line feeds were checked: leaving out the damaged stretches that held a log's carriage
+/// returns can make it look like one. The data of the whole output (after its first header) and
+/// of each session (written to a file of its own, with `--split`) are judged apart.
+#[derive(Default)]
+struct NewlineWatch {
+    /// The whole output's data, once its first header is written.
+    output: Option<NewlineCounts>,
+    /// Whether the output's first header says its line feeds were checked.
+    output_checked: bool,
+    session: NewlineCounts,
+    session_checked: bool,
+    /// Bytes of the current session's header still to come.
+    header_left: usize,
+    /// Whether some session, or the whole output, read as a copy.
+    converted: bool,
+}
+
+impl NewlineWatch {
+    fn start_session(&mut self, header_len: usize, checked: bool) {
+        self.session = NewlineCounts::default();
+        self.session_checked = checked;
+        self.header_left = header_len;
+        if self.output.is_none() {
+            self.output_checked = checked;
+        }
+    }
+
+    fn add(&mut self, bytes: &[u8]) {
+        let (header, data) = bytes.split_at(self.header_left.min(bytes.len()));
+        self.header_left -= header.len();
+        match &mut self.output {
+            Some(output) => output.add(header),
+            None if self.header_left == 0 => self.output = Some(NewlineCounts::default()),
+            None => {}
+        }
+        if let Some(output) = &mut self.output {
+            output.add(data);
+        }
+        self.session.add(data);
+    }
+
+    fn end_session(&mut self) {
+        self.converted |= !self.session_checked && self.session.is_newline_converted();
+    }
+
+    /// Whether the output as written would read as a text-mode copy.
+    fn converted(&self) -> bool {
+        self.converted
+            || !self.output_checked && self.output.is_some_and(|o| o.is_newline_converted())
+    }
 }
 
 /// Re-encodes what a session decodes to.
@@ -128,8 +189,11 @@ struct Reencoder<'a> {
     select: Option<usize>,
     /// Which frames to write.
     keep: Keep,
-    /// Whether the input was copied in text mode (decided at its first session).
-    text_mode: Option<bool>,
+    /// Whether every header says its line feeds were checked: when the input was copied in text
+    /// mode (decided at its first session), or when the output would otherwise read as one.
+    mark_line_feeds: Option<bool>,
+    /// Line feeds and carriage returns written, while no header says they were checked.
+    newlines: NewlineWatch,
     /// The input offset decoding has reached (for progress bars and releasing mapped pages).
     reached: &'a AtomicU64,
 }
@@ -139,9 +203,10 @@ impl Reencoder<'_> {
         self.finish();
         // The line feeds of a text-mode copy that salvage keeps were judged: the output says so,
         // or it would read as a text-mode copy again.
-        let text_mode = *self
-            .text_mode
-            .get_or_insert_with(|| super::copied_in_text_mode(file, session));
+        let mark = *self
+            .mark_line_feeds
+            .get_or_insert_with(|| super::copied_in_text_mode(file, session))
+            && !session.header.line_feeds_checked();
         if self.select.is_some_and(|s| s != session.bounds.index) {
             return;
         }
@@ -151,7 +216,7 @@ impl Reencoder<'_> {
         let (name, value) = LINE_FEEDS_CHECKED;
         let (writer, dropped) = if header.problems.is_empty() {
             let mut bytes = file[start..data_start].to_vec();
-            if text_mode {
+            if mark {
                 bytes.extend_from_slice(format!("H {name}:{value}\n").as_bytes());
             }
             (SessionWriter::from_header_bytes(&bytes), 0)
@@ -194,7 +259,7 @@ impl Reencoder<'_> {
             // value fell back to its default).
             let used = ["Data version", "I interval", "P interval", "P ratio"];
             good.retain(|(name, _)| !used.contains(&name.as_str()));
-            if text_mode {
+            if mark {
                 good.push((name.to_owned(), value.to_owned()));
             }
             good.splice(
@@ -244,6 +309,8 @@ impl Reencoder<'_> {
             (writer, dropped)
         };
         debug_assert!(writer.bytes().starts_with(LOG_START_MARKER));
+        self.newlines
+            .start_session(writer.bytes().len(), writer.header().line_feeds_checked());
         self.writer = Some(writer);
         self.expected_iteration = None;
         self.held.clear();
@@ -329,8 +396,12 @@ impl Reencoder<'_> {
             return;
         }
         let output = &mut *self.output;
+        let newlines = &mut self.newlines;
         let result = w.take(|bytes| match &self.error {
-            None => output.write(summary.index, bytes),
+            None => {
+                newlines.add(bytes);
+                output.write(summary.index, bytes)
+            }
             Some(_) => Ok(()),
         });
         if let Err(e) = result {
@@ -355,6 +426,7 @@ impl Reencoder<'_> {
         }
         summary.output_end = w.written();
         self.pass_on(true);
+        self.newlines.end_session();
         let summary = self.summary.take().expect("checked above");
         self.writer = None;
         let anchors = std::mem::take(&mut self.anchors);
@@ -488,6 +560,31 @@ pub fn salvage_into(
     reached: &AtomicU64,
     output: &mut dyn Output,
 ) -> io::Result<(FileReport, Vec<SalvagedSession>)> {
+    let (report, sessions, converted) =
+        salvage_once(path, file, select, keep, None, reached, output)?;
+    if !converted {
+        return Ok((report, sessions));
+    }
+    // The output would read as a text-mode copy: written again, every header saying its line
+    // feeds were checked.
+    output.restart()?;
+    let (report, sessions, _) =
+        salvage_once(path, file, select, keep, Some(true), reached, output)?;
+    Ok((report, sessions))
+}
+
+/// [`salvage_into`] once, every header saying its line feeds were checked when `mark_line_feeds`
+/// (decided at the first session when `None`); and whether the output would read as a text-mode
+/// copy.
+fn salvage_once(
+    path: &str,
+    file: &[u8],
+    select: Option<usize>,
+    keep: Keep,
+    mark_line_feeds: Option<bool>,
+    reached: &AtomicU64,
+    output: &mut dyn Output,
+) -> io::Result<(FileReport, Vec<SalvagedSession>, bool)> {
     let mut sink = Reencoder {
         keep,
         writer: None,
@@ -502,7 +599,8 @@ pub fn salvage_into(
         output,
         error: None,
         select,
-        text_mode: None,
+        mark_line_feeds,
+        newlines: NewlineWatch::default(),
         reached,
     };
     let report = decode_with(
@@ -537,7 +635,7 @@ pub fn salvage_into(
             summary
         })
         .collect();
-    Ok((report, sessions))
+    Ok((report, sessions, sink.newlines.converted()))
 }
 
 /// A stretch of the input carried into a file whose headers were borrowed.

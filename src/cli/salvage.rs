@@ -132,6 +132,24 @@ impl blackbox::salvage::Output for Files<'_> {
         input::release_searched(offset);
     }
 
+    fn restart(&mut self) -> io::Result<()> {
+        // Dropped uncommitted, the files written so far are removed.
+        self.closed.clear();
+        if let Some((file, index)) = self.open.take() {
+            let path = file.path().to_owned();
+            drop(file);
+            if !self.args.split {
+                let reopened = AtomicFile::create(&path).map_err(|e| {
+                    let message = e.to_string();
+                    self.failed = Some(e);
+                    io::Error::other(message)
+                })?;
+                self.open = Some((reopened, index));
+            }
+        }
+        Ok(())
+    }
+
     fn write(&mut self, session: usize, bytes: &[u8]) -> io::Result<()> {
         if self.failed.is_some() {
             return Err(io::Error::other("writing stopped"));

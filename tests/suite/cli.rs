@@ -916,3 +916,38 @@ fn frame_data_whose_header_is_lost_is_a_damaged_log_with_a_way_out() {
         "{summary}"
     );
 }
+
+#[test]
+fn a_salvaged_log_that_lost_its_carriage_returns_is_not_read_as_a_text_mode_copy() {
+    // The damaged stretches of this log held most of its carriage returns: left out, the rest
+    // would pass for a text-mode copy, whose line feeds are in doubt.
+    let input =
+        common::own_corpus().join("regressions/blackbox_salvage/output-read-as-text-mode-copy");
+    let input = input.to_str().unwrap();
+    assert_eq!(check_json(input)["verdict"], "damaged");
+    let dir = TempDir::new("test-salvage-lf");
+    let whole = dir.join("whole.bbl");
+    let split = dir.join("split.bbl");
+    for args in [
+        vec!["salvage", input, "-o", whole.to_str().unwrap()],
+        vec!["salvage", input, "-o", split.to_str().unwrap(), "--split"],
+    ] {
+        assert_eq!(bbcheck(&args).status.code(), Some(0), "{args:?}");
+    }
+    let names = file_names(&dir);
+    assert_eq!(names, ["split.01.bbl", "split.02.bbl", "whole.bbl"]);
+    for name in names {
+        let path = dir.join(&name);
+        let report = check_json(path.to_str().unwrap());
+        assert_eq!(report["verdict"], "clean", "{name}: {report}");
+        assert!(
+            report.get("text_mode_copy").is_none_or(Value::is_null),
+            "{name}"
+        );
+    }
+}
+
+/// The `check --json` report of `path`.
+fn check_json(path: &str) -> Value {
+    serde_json::from_slice(&bbcheck(&["check", "--json", path]).stdout).unwrap()
+}

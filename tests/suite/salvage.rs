@@ -202,6 +202,11 @@ impl bbcheck::blackbox::salvage::Output for Pieces {
         self.count += 1;
         Ok(())
     }
+
+    fn restart(&mut self) -> std::io::Result<()> {
+        *self = Pieces::default();
+        Ok(())
+    }
 }
 
 /// A synthetic Betaflight 4 flight of one session logging `iterations` loop iterations.
@@ -274,6 +279,10 @@ impl bbcheck::blackbox::salvage::Output for Full {
                 ))
             }
         }
+    }
+
+    fn restart(&mut self) -> std::io::Result<()> {
+        Err(std::io::Error::other("a full output cannot start again"))
     }
 }
 
