@@ -729,7 +729,8 @@ impl<'a> SessionDecoder<'a> {
                         noted.push(LineFeedValue {
                             offset: start + 1 + at,
                             field,
-                            delta: o - r,
+                            // Values are 32 bits wide: the step between them wraps.
+                            delta: i64::from(o.wrapping_sub(r) as i32),
                             pair,
                         });
                     }

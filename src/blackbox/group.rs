@@ -52,7 +52,8 @@ pub struct LineFeedValue {
     /// The line feed's offset in the file (values of one line feed are judged together).
     pub offset: usize,
     pub field: usize,
-    /// The value a carriage return gives, minus the value read.
+    /// The value a carriage return gives, minus the value read: a step between 32-bit values,
+    /// so it wraps.
     pub delta: i64,
     /// Whether that carriage return is one the copy took away (CR LF read as LF), not one it
     /// turned into the line feed.

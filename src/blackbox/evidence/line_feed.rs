@@ -113,7 +113,9 @@ impl Group {
         let old = self.values.clone();
         let at = self.items[item].values.start;
         for &(_, v) in &self.line_feeds[feed] {
-            self.values[at + v.field] += v.delta;
+            let high_bits = high_bits.get(v.field).copied().unwrap_or(0);
+            let value = &mut self.values[at + v.field];
+            *value = keep_32_bits(*value + v.delta, high_bits);
         }
         let mains: Vec<std::ops::Range<usize>> = self
             .items
