@@ -303,21 +303,12 @@ impl<'a> SessionDecoder<'a> {
             + trailing_padding_start(&file[data_start..bounds.end])
                 .unwrap_or(bounds.end - data_start);
         let fields = |kind| header.def(kind).map_or(0, |d| d.len());
-        let mut logged_prefix = Vec::with_capacity(header.i_interval as usize + 1);
-        let mut count = 0;
-        for n in 0..=header.i_interval {
-            logged_prefix.push(count);
-            if n < header.i_interval && header.is_logged(n) {
-                count += 1;
-            }
-        }
         let main_index = |name| header.i.as_ref().and_then(|d| d.index_of(name));
         let layout = Layout {
             iteration_index: main_index("loopIteration").unwrap_or(0),
             time_index: main_index("time").unwrap_or(1),
             gps_time_index: header.g.as_ref().and_then(|d| d.index_of("time")),
-            i_interval: header.i_interval,
-            logged_prefix,
+            logged: header.logged_count(),
         };
         let report = SessionReport {
             index: bounds.index,

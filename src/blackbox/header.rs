@@ -450,6 +450,22 @@ impl Header {
         phase == 0 || (phase + self.p_num - 1) % self.p_denom < self.p_num
     }
 
+    /// How many iterations the I/P schedule logs below any iteration.
+    pub fn logged_count(&self) -> LoggedCount {
+        let mut prefix = Vec::with_capacity(self.i_interval as usize + 1);
+        let mut count = 0;
+        for n in 0..=self.i_interval {
+            prefix.push(count);
+            if n < self.i_interval && self.is_logged(n) {
+                count += 1;
+            }
+        }
+        LoggedCount {
+            i_interval: self.i_interval,
+            prefix,
+        }
+    }
+
     /// Iterations skipped on purpose after iteration `last` before the next logged one: the
     /// nearer of the next P-logged phase and the next I frame (computed, not searched, as every P
     /// frame needs it).
@@ -534,6 +550,24 @@ impl Header {
     /// The value of a header line that names the craft.
     pub fn craft_name(&self) -> Option<&str> {
         self.get("Craft name").filter(|s| !s.is_empty())
+    }
+}
+
+/// The number of iterations an I/P schedule logs below an iteration, from a table of one I
+/// interval (see [`Header::logged_count`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoggedCount {
+    i_interval: u32,
+    /// Logged iterations below each phase of the I interval (one more entry than phases).
+    prefix: Vec<u32>,
+}
+
+impl LoggedCount {
+    /// Logged iterations in `[0, n)`.
+    pub fn below(&self, n: u64) -> u64 {
+        let interval = u64::from(self.i_interval);
+        let per_interval = u64::from(self.prefix[self.prefix.len() - 1]);
+        (n / interval) * per_interval + u64::from(self.prefix[(n % interval) as usize])
     }
 }
 

@@ -4,6 +4,7 @@
 use super::event::Event;
 use super::frame::FrameKind;
 use super::group::Item;
+use super::header::LoggedCount;
 use super::sink::{EventFrame, Frame, Sink};
 use crate::report::{
     CorruptSpan, DamageReason, Evidence, RegionKind, SessionReport, SuspectSpan, Trust,
@@ -34,9 +35,7 @@ pub struct Layout {
     pub iteration_index: usize,
     pub time_index: usize,
     pub gps_time_index: Option<usize>,
-    pub i_interval: u32,
-    /// Count of logged iterations below each phase of the I interval (one more entry than phases).
-    pub logged_prefix: Vec<u32>,
+    pub logged: LoggedCount,
 }
 
 /// A ledger's state between frames (see [`Ledger::state`]).
@@ -230,10 +229,7 @@ impl Ledger {
 
     /// Logged iterations in `[0, n)` under the I/P schedule.
     fn logged_below(&self, n: u64) -> u64 {
-        let interval = u64::from(self.layout.i_interval);
-        let prefix = &self.layout.logged_prefix;
-        let per_interval = u64::from(prefix[prefix.len() - 1]);
-        (n / interval) * per_interval + u64::from(prefix[(n % interval) as usize])
+        self.layout.logged.below(n)
     }
 
     /// The iteration of the `n`-th logged iteration after `after` (`n` ≥ 1), searched below

@@ -16,6 +16,7 @@ mod parallel;
 pub mod predictor;
 pub mod salvage;
 pub mod sink;
+pub mod stats;
 pub mod writer;
 
 use crate::report::{FileReport, Region, RegionKind, SessionReport};

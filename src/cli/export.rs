@@ -7,6 +7,7 @@ use crate::blackbox::export::csv::{self, ReferenceCsv};
 use crate::blackbox::export::jsonl::JsonlSink;
 use crate::blackbox::frame::FrameKind;
 use crate::blackbox::sink::{EventFrame, Frame, Sink};
+use crate::blackbox::stats::Statistics;
 use crate::blackbox::{self, Session};
 use crate::report::{FileReport, Keep};
 use std::collections::HashSet;
@@ -59,6 +60,11 @@ pub struct Args {
     /// CSV's current meter starts from nothing).
     #[arg(long, value_name = "N")]
     session: Option<usize>,
+    /// Blackbox: after the export, print to standard error the statistics blackbox_decode
+    /// prints for each session (frames and bytes per type, loop time, data rate, iterations
+    /// missing or not logged by the schedule), counted from the frames exported.
+    #[arg(long)]
+    stats: bool,
 }
 
 impl Args {
@@ -270,7 +276,7 @@ fn export_one(args: &Args, job: &Job, named: bool) -> Result<u8, Error> {
     let name = input::name(&job.path);
     let reached = AtomicU64::new(0);
     let bar = input::progress_bar(data.len() as u64);
-    let report = if args.jsonl {
+    let (report, stats) = if args.jsonl {
         let stdout = io::stdout();
         input::bounded(&data, std::slice::from_ref(&reached), &bar, || {
             write_jsonl_of(
@@ -286,26 +292,25 @@ fn export_one(args: &Args, job: &Job, named: bool) -> Result<u8, Error> {
     } else {
         let created = args.output_dir.as_deref().is_some_and(|d| !d.exists());
         let dir = csv_destination(args, job)?;
+        let csv = CsvSink::new(dir.clone(), job.stem.clone(), args.keep());
         let mut sink = input::Reached {
-            inner: OneSession::new(
-                CsvSink::new(dir.clone(), job.stem.clone(), args.keep()),
-                args.session,
-            ),
+            inner: OneSession::new(Statistics::new(csv, args.keep()), args.session),
             reached: &reached,
         };
         let report = input::bounded(&data, std::slice::from_ref(&reached), &bar, || {
             blackbox::decode(
                 &name,
                 &data,
-                |session, sink: &mut input::Reached<OneSession<CsvSink>>| {
+                |session, sink: &mut input::Reached<OneSession<Statistics<CsvSink>>>| {
                     if sink.inner.start(session) {
-                        sink.inner.inner.start_session(session, &data);
+                        sink.inner.inner.start_session(session);
+                        sink.inner.inner.inner.start_session(session, &data);
                     }
                 },
                 &mut sink,
             )
         });
-        let csv = &mut sink.inner.inner;
+        let (mut csv, stats) = sink.inner.inner.split();
         csv.finish_session();
         if let Some(e) = csv.error.take() {
             return Err(e);
@@ -318,10 +323,15 @@ fn export_one(args: &Args, job: &Job, named: bool) -> Result<u8, Error> {
             // Nothing to write: the directory made for it goes too (it is empty).
             let _ = std::fs::remove_dir(&dir);
         }
-        report
+        (report, stats)
     };
     if let Some(e) = no_such_session(args, &job.path, &report) {
         return Err(e);
+    }
+    if args.stats {
+        stats
+            .write(&mut io::stderr().lock(), &report.sessions)
+            .map_err(|e| Error::io(Path::new("<stderr>"), e))?;
     }
     let damaged = report
         .corrupt_spans
@@ -432,22 +442,24 @@ fn write_jsonl_of(
     only: Option<usize>,
     out: impl Write,
     reached: &AtomicU64,
-) -> io::Result<FileReport> {
+) -> io::Result<(FileReport, Statistics<()>)> {
     let mut sink = input::Reached {
-        inner: OneSession::new(JsonlSink::new(out, keep), only),
+        inner: OneSession::new(Statistics::new(JsonlSink::new(out, keep), keep), only),
         reached,
     };
     let report = blackbox::decode(
         name,
         data,
-        |session, sink: &mut input::Reached<OneSession<JsonlSink<_>>>| {
+        |session, sink: &mut input::Reached<OneSession<Statistics<JsonlSink<_>>>>| {
             if sink.inner.start(session) {
                 sink.inner.inner.start_session(session);
+                sink.inner.inner.inner.start_session(session);
             }
         },
         &mut sink,
     );
-    sink.inner.inner.finish().map(|()| report)
+    let (mut jsonl, stats) = sink.inner.inner.split();
+    jsonl.finish().map(|()| (report, stats))
 }
 
 /// The files of the session being written: the CSV from its start, the others once the session

@@ -832,3 +832,113 @@ fn one_session_is_exported_as_the_decoder_exports_one_log() {
         );
     }
 }
+
+/// The statistics blocks of `blackbox_decode`'s standard error (or of `export --stats`): per
+/// session, each line keyed by what it tells.
+fn statistics(text: &str) -> Vec<BTreeMap<String, String>> {
+    let mut sessions: Vec<BTreeMap<String, String>> = Vec::new();
+    for line in text.lines() {
+        // The reference runs `Statistics` into a `Log` line that has no times.
+        let line = line.trim_end_matches("Statistics");
+        let key = if line.starts_with("Log ") {
+            sessions.push(BTreeMap::new());
+            "Log".to_owned()
+        } else if line.contains("frames failed to decode") {
+            "failed".to_owned()
+        } else if line.contains("iterations are missing") {
+            "missing".to_owned()
+        } else if line.contains("weren't logged") {
+            "not logged".to_owned()
+        } else if let Some(head) = ["frames", "Frames", "Data rate", "Looptime"]
+            .iter()
+            .find_map(|k| line.find(k).map(|at| &line[..at + k.len()]))
+        {
+            head.to_owned()
+        } else {
+            continue;
+        };
+        if let Some(session) = sessions.last_mut() {
+            session.insert(key, line.to_owned());
+        }
+    }
+    sessions
+}
+
+#[test]
+fn stats_are_blackbox_decodes_counted_from_the_frames_read() {
+    // Beside the frames the reference loses at the events it does not know (P frames, and those
+    // events), and its loop time of P frames numbered 1, 2, … in logs with a P ratio (which then
+    // calls the iterations the schedule skips missing), `--stats` prints what it prints.
+    let Some(corpus) = corpus() else { return };
+    let archives = corpus.join("real/expected/reference-csv");
+    let mut compared = 0;
+    for (name, _) in common::clean_real_logs() {
+        let Some(name) = name.strip_prefix("blackbox/") else {
+            continue;
+        };
+        let archive = archives.join(format!("{name}.tar.xz"));
+        if !archive.exists() {
+            continue;
+        }
+        let dir = TempDir::new("reference-stats");
+        let unpacked = std::process::Command::new("tar")
+            .arg("-xJf")
+            .arg(&archive)
+            .arg("-C")
+            .arg(&*dir)
+            .arg(format!("{name}/blackbox_decode.stderr"))
+            .status()
+            .unwrap();
+        assert!(unpacked.success(), "{name}: tar -xJf");
+        let theirs =
+            std::fs::read_to_string(dir.join(name).join("blackbox_decode.stderr")).unwrap();
+        let path = corpus.join("real/blackbox").join(name);
+        let out = bbcheck(&["export", path.to_str().unwrap(), "--jsonl", "--stats"]);
+        assert_eq!(out.status.code(), Some(0), "{name}");
+        let ours = String::from_utf8(out.stderr).unwrap();
+        let (theirs, ours) = (statistics(&theirs), statistics(&ours));
+        assert_eq!(ours.len(), theirs.len(), "{name}: sessions");
+        for (session, (a, b)) in theirs.iter().zip(&ours).enumerate() {
+            let at = format!("{name} session {}", session + 1);
+            for key in ["I frames", "S frames", "G frames", "H frames", "not logged"] {
+                // Iterations the schedule skips, the reference counts only without a P ratio.
+                if key == "not logged" && a.get(key).is_none() {
+                    continue;
+                }
+                assert_eq!(b.get(key), a.get(key), "{at}: {key}");
+            }
+            let count = |s: &BTreeMap<String, String>, key: &str| -> u64 {
+                s.get(key)
+                    .map_or(0, |l| l.split_whitespace().nth(2).unwrap().parse().unwrap())
+            };
+            let (p, our_p) = (count(a, "P frames"), count(b, "P frames"));
+            assert!(
+                our_p >= p && our_p - p <= 64 + p / 100,
+                "{at}: {p} P frames, ours {our_p}"
+            );
+            // Start, end and duration; bytes a second and baud, from the session's bytes and
+            // duration. Frames the reference lost at the end of a session make it end earlier.
+            let rate = |s: &BTreeMap<String, String>| -> Vec<String> {
+                let words: Vec<String> = s["Data rate"]
+                    .split_whitespace()
+                    .map(str::to_owned)
+                    .collect();
+                words[3..].to_vec()
+            };
+            let start =
+                |s: &BTreeMap<String, String>| s["Log"].split(", end").next().unwrap().to_owned();
+            assert_eq!(start(b), start(a), "{at}");
+            if our_p == p {
+                assert_eq!(b["Log"], a["Log"], "{at}");
+                assert_eq!(rate(b), rate(a), "{at}: data rate");
+            }
+            // A clean log misses nothing.
+            assert!(
+                b.get("missing").is_none() && b.get("failed").is_none(),
+                "{at}: {b:?}"
+            );
+            compared += 1;
+        }
+    }
+    assert!(compared > 20, "{compared} sessions compared");
+}

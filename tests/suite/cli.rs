@@ -951,3 +951,47 @@ fn a_salvaged_log_that_lost_its_carriage_returns_is_not_read_as_a_text_mode_copy
 fn check_json(path: &str) -> Value {
     serde_json::from_slice(&bbcheck(&["check", "--json", path]).stdout).unwrap()
 }
+
+#[test]
+fn stats_count_what_damage_cost() {
+    // `export --stats` prints blackbox_decode's statistics: frames of each type, and where bytes
+    // were damaged, the spans, the main frames they cost and the logged iterations missing.
+    let dir = TempDir::new("test-stats");
+    let path = damaged_demo(&dir, 5000, 7);
+    let file = path.to_str().unwrap();
+    let out = bbcheck(&["export", file, "--jsonl", "--stats"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stderr).unwrap();
+    let report = check_json(file);
+    let sessions = report["sessions"].as_array().unwrap();
+    assert_eq!(
+        text.matches("\nStatistics\n").count(),
+        sessions.len(),
+        "{text}"
+    );
+    let spans = report["corrupt_spans"].as_array().unwrap();
+    assert!(!spans.is_empty());
+    let lost: u64 = spans
+        .iter()
+        .map(|s| s["frames_lost"].as_u64().unwrap())
+        .sum();
+    let line = format!(
+        "{} frames failed to decode, rendering {lost} loop iterations unreadable. ",
+        spans.len()
+    );
+    let at = text
+        .find(&line)
+        .unwrap_or_else(|| panic!("{line:?} in {text}"));
+    // The iterations missing follow on the same line.
+    let rest = &text[at + line.len()..];
+    assert!(
+        rest.contains(" iterations are missing in total ("),
+        "{text}"
+    );
+    let first = &sessions[0]["frames"];
+    let i_line = format!("I frames {:7}", first["I"].as_u64().unwrap());
+    assert!(text.contains(&i_line), "{i_line:?} in {text}");
+    // Without the option, standard error holds none of it.
+    let quiet = bbcheck(&["export", demo().to_str().unwrap(), "--jsonl"]);
+    assert!(!String::from_utf8_lossy(&quiet.stderr).contains("Statistics"));
+}
