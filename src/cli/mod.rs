@@ -14,6 +14,7 @@ mod hexdump;
 mod html;
 mod info;
 mod input;
+mod library;
 mod output;
 mod salvage;
 mod terminal;
@@ -92,6 +93,8 @@ enum Command {
     Info(info::Args),
     /// Write a damaged copy of a log and a JSON sidecar with every change made.
     Damage(damage::Args),
+    /// Add the format sets of DataFlash logs to a format library (as salvage lends from).
+    Library(library::Args),
     /// Print the shell completion script for bash, zsh, fish, elvish or powershell.
     Completions(docs::CompletionsArgs),
     /// Print the manual page, or write every page into a directory.
@@ -250,6 +253,7 @@ pub fn main() -> u8 {
         Command::Salvage(args) => salvage::run(&args),
         Command::Info(args) => info::run(&args),
         Command::Damage(args) => damage::run(&args),
+        Command::Library(args) => library::run(&args),
         Command::Completions(args) => docs::completions(&args),
         Command::Man(args) => docs::man(&args),
         Command::Help(args) => docs::help(&args),

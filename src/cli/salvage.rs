@@ -3,7 +3,7 @@
 use super::output::{AtomicFile, ClosedFile};
 use super::{Detected, Error, LogFormat, detect, exit_once_written, input, terminal};
 use crate::blackbox::{self, salvage::SalvagedSession, sink::Discard};
-use crate::dataflash;
+use crate::dataflash::{self, library::Source};
 use crate::report::{CorruptSpan, Keep};
 use indicatif::ProgressBar;
 use serde::Serialize;
@@ -33,8 +33,9 @@ pub struct Args {
     #[arg(long, value_name = "DONOR", conflicts_with = "fmt_from")]
     header_from: Option<PathBuf>,
     /// DataFlash: borrow the FMT definitions the input lost from another log of the same
-    /// firmware.
-    #[arg(long, value_name = "DONOR")]
+    /// firmware. Without it (or with `auto`) they come from bbcheck's library of firmware
+    /// builds: the input's own build's, or one every build in the library agrees on.
+    #[arg(long, value_name = "DONOR|auto")]
     fmt_from: Option<PathBuf>,
     /// Read the input as this format instead of deciding from its content.
     #[arg(long, value_enum, default_value_t)]
@@ -54,8 +55,42 @@ pub struct Args {
 struct DataflashSummary<'a> {
     input: String,
     output: String,
+    /// Definitions the format library gave types whose FMT was lost.
+    formats_from_library: Vec<LentFormat>,
     #[serde(flatten)]
     salvaged: &'a dataflash::salvage::SalvageSummary,
+}
+
+/// A type defined from the format library, and the firmware builds the definition is theirs.
+#[derive(Serialize)]
+struct LentFormat {
+    name: String,
+    builds: Vec<String>,
+}
+
+/// Where the lent definitions came from, in words.
+fn lent_from(lent: &[(String, Source)]) -> String {
+    let own: Vec<&str> = lent
+        .iter()
+        .filter(|(_, s)| *s == Source::SameBuild)
+        .map(|(name, _)| name.as_str())
+        .collect();
+    let mut parts: Vec<String> = Vec::new();
+    if !own.is_empty() {
+        parts.push(format!("{} of the log's own build", own.join(", ")));
+    }
+    for (name, source) in lent {
+        match source {
+            Source::SameBuild => {}
+            Source::Agreeing(builds) if builds.len() == 1 => {
+                parts.push(format!("{name} of {}", builds[0]));
+            }
+            Source::Agreeing(builds) => {
+                parts.push(format!("{name} as {} builds define it", builds.len()));
+            }
+        }
+    }
+    parts.join("; ")
 }
 
 /// The JSON summary.
@@ -316,8 +351,9 @@ fn run_dataflash(
     if args.header_from.is_some() {
         return Err(usage("--header-from"));
     }
+    let mut lent = Vec::new();
     let formats = match &args.fmt_from {
-        Some(donor) => {
+        Some(donor) if donor != Path::new("auto") => {
             // Scanned whole, its mapped pages released behind the scan.
             let donor = input::open(donor)?;
             let at = AtomicU64::new(0);
@@ -328,7 +364,15 @@ fn run_dataflash(
                 || dataflash::salvage::donor_formats(&donor, &at),
             )
         }
-        None => dataflash::fmt::Formats::new(),
+        _ => {
+            // The library's definitions for the types whose FMT is lost, at the lengths their
+            // headers show.
+            let report = dataflash::check(&input::name(&args.input), input).dataflash;
+            let library = dataflash::library::Library::builtin();
+            let given = library.lend(report.firmware.as_deref(), &report.undefined_types);
+            lent = given.defined;
+            given.formats
+        }
     };
     refuse_input(&args.output, &args.input)?;
     let name = input::name(&args.input);
@@ -356,12 +400,15 @@ fn run_dataflash(
         if !s.formats_added.is_empty() {
             line.push_str(&format!("; FMT written for {}", s.formats_added.join(", ")));
         }
+        if !lent.is_empty() {
+            line.push_str(&format!(" (from the format library: {})", lent_from(&lent)));
+        }
         let undefined = &report.dataflash.undefined_types;
         if !undefined.is_empty() {
             let messages: u64 = undefined.iter().map(|u| u.messages).sum();
             line.push_str(&format!(
-                "; left out {messages} messages of {} type(s) whose FMT is lost (--fmt-from DONOR \
-                 reads them)",
+                "; left out {messages} messages of {} type(s) whose FMT is lost, with no definition \
+                 at hand (--fmt-from DONOR reads them)",
                 undefined.len()
             ));
         }
@@ -372,6 +419,16 @@ fn run_dataflash(
         let summary = DataflashSummary {
             input: name,
             output: args.output.display().to_string(),
+            formats_from_library: lent
+                .iter()
+                .map(|(name, source)| LentFormat {
+                    name: name.clone(),
+                    builds: match source {
+                        Source::SameBuild => report.dataflash.firmware.iter().cloned().collect(),
+                        Source::Agreeing(builds) => builds.clone(),
+                    },
+                })
+                .collect(),
             salvaged: &summary,
         };
         push_json(out, &summary)?;

@@ -10,6 +10,7 @@
 pub mod evidence;
 pub mod export;
 pub mod fmt;
+pub mod library;
 pub mod message;
 pub mod reader;
 pub mod report;

@@ -189,7 +189,8 @@ impl std::fmt::Display for UndefinedType {
         write!(
             f,
             "type {} (first at {}): no FMT; length {} inferred from its headers, {} message(s) \
-             unreadable without a definition (--fmt-from DONOR)",
+             unreadable without a definition (salvage takes one from its format library or from \
+             --fmt-from DONOR)",
             self.type_id, self.first, self.length, self.messages
         )
     }
