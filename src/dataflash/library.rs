@@ -216,10 +216,10 @@ mod tests {
 
     const TEXT: &str = "# a library\n\
         firmware ArduCopter V1 (aa)\n\
-        200 11 TST QB TimeUS,Value\n\
+        200 12 TST QB TimeUS,Value\n\
         201 7 ONE I Value\n\
         firmware ArduCopter V2 (bb)\n\
-        200 11 TST QB TimeUS,Value\n\
+        200 12 TST QB TimeUS,Value\n\
         201 7 TWO f Value\n\
         bad line\n";
 
@@ -234,7 +234,7 @@ mod tests {
     #[test]
     fn the_own_build_is_taken_else_only_what_every_build_agrees_on() {
         let library = Library::parse(TEXT);
-        let types = [undefined(200, 11), undefined(201, 7), undefined(202, 9)];
+        let types = [undefined(200, 12), undefined(201, 7), undefined(202, 9)];
         let own = library.lend(Some("ArduCopter V2 (bb)"), &types);
         assert_eq!(own.formats.get(201).unwrap().name, "TWO");
         assert_eq!(own.defined[1], ("TWO".to_owned(), Source::SameBuild));
@@ -249,6 +249,6 @@ mod tests {
         // V1 and V2 disagree on type 201; nothing defines 202.
         assert_eq!(other.undefined, [201, 202]);
         // A length the headers do not show is no match.
-        assert_eq!(library.lend(None, &[undefined(200, 12)]).undefined, [200]);
+        assert_eq!(library.lend(None, &[undefined(200, 13)]).undefined, [200]);
     }
 }
