@@ -56,6 +56,11 @@ pub struct Args {
     /// DataFlash: export only these message types (comma-separated names, e.g. `ATT,GPS`).
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     types: Option<Vec<String>>,
+    /// DataFlash CSV: every message type in one table, `<stem>.csv` (or standard output with
+    /// `-o -`): a `type` column, then each type's columns as `NAME.column`, empty in other
+    /// types' rows.
+    #[arg(long, requires = "csv")]
+    combined: bool,
     /// Blackbox: export only this session (1-based), as `blackbox_decode --index N` does (its
     /// CSV's current meter starts from nothing).
     #[arg(long, value_name = "N")]
@@ -156,6 +161,7 @@ fn export_dataflash(args: &Args, job: &Job, data: &[u8], reached: &AtomicU64) ->
             crate::dataflash::export::csv::Values::Scaled
         },
         types: args.types.clone(),
+        combined: args.combined,
     };
     let to_stdout = args.output_dir.as_deref() == Some(Path::new("-"));
     let report = if args.jsonl {
@@ -170,9 +176,11 @@ fn export_dataflash(args: &Args, job: &Job, data: &[u8], reached: &AtomicU64) ->
         .map_err(|e| Error::io(Path::new("<stdout>"), e))?
     } else if to_stdout {
         // One table on standard output.
-        if args.types.as_ref().is_none_or(|t| t.len() != 1) {
+        if !args.combined && args.types.as_ref().is_none_or(|t| t.len() != 1) {
             return Err(Error::Usage(
-                "-o -: standard output takes one table; name its type with --types NAME".into(),
+                "-o -: standard output takes one table; name its type with --types NAME, or \
+                 --combined"
+                    .into(),
             ));
         }
         let mut tables = 0;
@@ -218,7 +226,10 @@ fn export_dataflash(args: &Args, job: &Job, data: &[u8], reached: &AtomicU64) ->
                         }
                     })
                     .collect();
-                let path = dir.join(format!("{stem}.{table}.csv"));
+                let path = match table.is_empty() {
+                    true => dir.join(format!("{stem}.csv")),
+                    false => dir.join(format!("{stem}.{table}.csv")),
+                };
                 AtomicFile::create(&path).map_err(|e| {
                     failed = Some(e);
                     io::Error::other("cannot create a CSV file")

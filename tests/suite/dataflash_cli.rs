@@ -1203,3 +1203,78 @@ fn the_firmware_is_the_message_that_names_a_vehicle() {
     );
     assert_eq!(report["dataflash"]["vehicle"], "Plane");
 }
+
+/// The cells of a CSV line, quotes undone.
+fn csv_cells(line: &str) -> Vec<String> {
+    let (mut cells, mut cell, mut quoted) = (Vec::new(), String::new(), false);
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                cell.push('"');
+                chars.next();
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => cells.push(std::mem::take(&mut cell)),
+            _ => cell.push(c),
+        }
+    }
+    cells.push(cell);
+    cells
+}
+
+#[test]
+fn a_combined_csv_holds_every_table_row_for_row() {
+    // `--combined`: one table, a `type` column, then every type's columns as `NAME.column`; each
+    // row holds its message's cells, in its type's columns, as the type's own table writes them.
+    let log = crate::common::own_corpus().join("seeds/dataflash/copter-1s.bin");
+    let log = log.to_str().unwrap();
+    let dir = crate::common::TempDir::new("df-combined");
+    let out = crate::common::bbcheck(&["export", log, "--csv", "-o", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let combined = crate::common::bbcheck(&["export", log, "--csv", "--combined", "-o", "-"]);
+    assert_eq!(combined.status.code(), Some(0));
+    let text = String::from_utf8(combined.stdout).unwrap();
+    let mut lines = text.lines();
+    let heading = csv_cells(lines.next().unwrap());
+    assert_eq!(heading[0], "type");
+    // Each type's table, and where its columns stand in the combined heading.
+    let mut tables = std::collections::BTreeMap::new();
+    for name in crate::common::file_names(&dir) {
+        let table = name
+            .trim_start_matches("copter-1s.")
+            .trim_end_matches(".csv")
+            .to_owned();
+        let text = std::fs::read_to_string(dir.join(&name)).unwrap();
+        let mut rows = text
+            .lines()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+            .into_iter();
+        let own_heading = csv_cells(&rows.next().unwrap());
+        let prefixed: Vec<String> = own_heading.iter().map(|h| format!("{table}.{h}")).collect();
+        let start = heading
+            .iter()
+            .position(|h| *h == prefixed[0])
+            .unwrap_or_else(|| panic!("{table} in {heading:?}"));
+        assert_eq!(heading[start..start + prefixed.len()], prefixed, "{table}");
+        tables.insert(table, (start, prefixed.len(), rows));
+    }
+    let mut rows = 0;
+    for line in lines {
+        let cells = csv_cells(line);
+        assert_eq!(cells.len(), heading.len(), "{line}");
+        let (start, len, own) = tables.get_mut(&cells[0]).unwrap();
+        assert_eq!(
+            cells[*start..*start + *len],
+            csv_cells(&own.next().unwrap())
+        );
+        let others = cells[1..*start].iter().chain(&cells[*start + *len..]);
+        assert!(others.clone().all(|c| c.is_empty()), "{line}");
+        rows += 1;
+    }
+    for (table, (_, _, mut own)) in tables {
+        assert!(own.next().is_none(), "{table}: rows left");
+    }
+    assert!(rows > 50, "{rows} rows");
+}

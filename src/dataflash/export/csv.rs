@@ -123,20 +123,45 @@ fn write_value(
     }
 }
 
+/// A message type's name, format characters and columns: a type redefined with another layout
+/// gets a table of its own.
+type Key = (String, String, Vec<String>);
+
+/// Whether messages of `format` go in the table of `key`.
+fn holds(key: &Key, format: &Format) -> bool {
+    let (name, characters, columns) = key;
+    *name == format.name && *characters == format.format && *columns == format.columns
+}
+
+fn key_of(format: &Format) -> Key {
+    (
+        format.name.clone(),
+        format.format.clone(),
+        format.columns.clone(),
+    )
+}
+
+/// The name of the table of `key`, the tables before it being `earlier`: the type's name, or
+/// `NAME.2`… for a type redefined with another layout.
+fn table_name<'k>(key: &Key, earlier: impl Iterator<Item = &'k Key>) -> String {
+    match earlier.filter(|k| k.0 == key.0).count() {
+        0 => key.0.clone(),
+        same_name => format!("{}.{}", key.0, same_name + 1),
+    }
+}
+
 /// One table being written.
 struct Table<W> {
-    /// The message type's name, format characters and columns: a type redefined with another
-    /// layout gets a table of its own.
-    key: (String, String, Vec<String>),
+    key: Key,
     out: W,
 }
 
-impl<W> Table<W> {
-    /// Whether messages of `format` go in this table.
-    fn holds(&self, format: &Format) -> bool {
-        let (name, characters, columns) = &self.key;
-        *name == format.name && *characters == format.format && *columns == format.columns
-    }
+/// Every table in one (`Selection::combined`): a row is the message's table name, then a cell for
+/// every column of every table, empty but for its own table's.
+struct Combined {
+    /// Each table's key, name and first cell.
+    blocks: Vec<(Key, String, usize)>,
+    cells: usize,
 }
 
 /// Writes every accepted message into its type's table; keeps the first error.
@@ -147,6 +172,7 @@ struct CsvSink<'f, W, F> {
     /// Tables by type byte, and all of them.
     current: Vec<Option<usize>>,
     tables: Vec<Table<W>>,
+    combined: Option<Combined>,
     observer: Observer,
     selection: Selection,
     error: Option<io::Error>,
@@ -159,6 +185,8 @@ pub struct Selection {
     pub values: Values,
     /// The message types written (all when `None`).
     pub types: Option<Vec<String>>,
+    /// Every table in one, written to a single writer (see [`write_csv`]).
+    pub combined: bool,
 }
 
 impl Selection {
@@ -173,38 +201,47 @@ impl Selection {
 }
 
 impl<W: Write, F: FnMut(&str) -> io::Result<W>> CsvSink<'_, W, F> {
-    /// The table for `format`, created (with its heading row) on first use.
+    /// The headings of the columns of `format`, with units as the file's formats name them.
+    fn headings(&self, format: &Format) -> Vec<String> {
+        self.formats
+            .iter()
+            .find(|f| f.name == format.name && f.format == format.format)
+            .map_or_else(
+                || column_names(format).collect(),
+                |f| headings(self.formats, f, self.selection.values),
+            )
+    }
+
+    /// The table for `format` (or, combined, its block), created (with its heading row) on
+    /// first use.
     fn table(&mut self, format: &Format) -> io::Result<usize> {
         let slot = usize::from(format.type_id);
-        if let Some(i) = self.current[slot]
-            && self.tables[i].holds(format)
-        {
-            return Ok(i);
+        if let Some(i) = self.current[slot] {
+            let key = match &self.combined {
+                Some(c) => &c.blocks[i].0,
+                None => &self.tables[i].key,
+            };
+            if holds(key, format) {
+                return Ok(i);
+            }
         }
-        let index = match self.tables.iter().position(|t| t.holds(format)) {
+        let index = match &self.combined {
+            Some(c) => c.blocks.iter().position(|(k, ..)| holds(k, format)),
+            None => self.tables.iter().position(|t| holds(&t.key, format)),
+        };
+        let index = match index {
             Some(i) => i,
+            // Every table of a combined export was found before writing.
+            None if self.combined.is_some() => {
+                return Err(io::Error::other(
+                    "a message type the first pass did not see",
+                ));
+            }
             None => {
-                let key = (
-                    format.name.clone(),
-                    format.format.clone(),
-                    format.columns.clone(),
-                );
-                let same_name = self.tables.iter().filter(|t| t.key.0 == key.0).count();
-                let name = if same_name == 0 {
-                    key.0.clone()
-                } else {
-                    format!("{}.{}", key.0, same_name + 1)
-                };
+                let key = key_of(format);
+                let name = table_name(&key, self.tables.iter().map(|t| &t.key));
                 let mut out = (self.create)(&name)?;
-                let units = self
-                    .formats
-                    .iter()
-                    .find(|f| f.name == format.name && f.format == format.format)
-                    .map_or_else(
-                        || column_names(format).collect(),
-                        |f| headings(self.formats, f, self.selection.values),
-                    );
-                for (i, heading) in units.iter().enumerate() {
+                for (i, heading) in self.headings(format).iter().enumerate() {
                     if i > 0 {
                         out.write_all(b",")?;
                     }
@@ -221,16 +258,75 @@ impl<W: Write, F: FnMut(&str) -> io::Result<W>> CsvSink<'_, W, F> {
 
     fn row(&mut self, message: &Message<'_>) -> io::Result<()> {
         let index = self.table(message.format)?;
-        let out = &mut self.tables[index].out;
+        let (out, around) = match &self.combined {
+            Some(c) => {
+                let (_, name, start) = &c.blocks[index];
+                let out = &mut self.tables[0].out;
+                write_text(out, name)?;
+                let end = start + message.format.fields.len();
+                (out, Some((*start, c.cells - end.min(c.cells))))
+            }
+            None => (&mut self.tables[index].out, None),
+        };
+        let (before, after) = around.unwrap_or_default();
+        for _ in 0..before {
+            out.write_all(b",")?;
+        }
         let values = self.selection.values;
         let types = message.format.fields.iter().copied();
         for (i, (value, ty)) in message.fields().zip(types).enumerate() {
-            if i > 0 {
+            if i > 0 || around.is_some() {
                 out.write_all(b",")?;
             }
             write_value(out, value, ty, values)?;
         }
+        for _ in 0..after {
+            out.write_all(b",")?;
+        }
         out.write_all(b"\n")
+    }
+
+    /// Lay out a combined table of the `keys` and write its heading row: `type`, then each
+    /// table's headings as `NAME.heading`.
+    fn combine(&mut self, keys: Vec<(Key, Format)>) -> io::Result<()> {
+        let mut out = (self.create)("")?;
+        out.write_all(b"type")?;
+        let mut blocks: Vec<(Key, String, usize)> = Vec::with_capacity(keys.len());
+        let mut cells = 0;
+        for (key, format) in keys {
+            let name = table_name(&key, blocks.iter().map(|(k, ..)| k));
+            for heading in self.headings(&format) {
+                out.write_all(b",")?;
+                write_text(&mut out, &format!("{name}.{heading}"))?;
+            }
+            blocks.push((key, name, cells));
+            cells += format.fields.len();
+        }
+        out.write_all(b"\n")?;
+        self.tables.push(Table {
+            key: (String::new(), String::new(), Vec::new()),
+            out,
+        });
+        self.combined = Some(Combined { blocks, cells });
+        Ok(())
+    }
+}
+
+/// The tables a selection writes, in the order of their first message (for a combined table).
+struct Keys<'s> {
+    selection: &'s Selection,
+    seen: Vec<(Key, Format)>,
+}
+
+impl Sink for Keys<'_> {
+    fn message(&mut self, message: &Message<'_>) {
+        if self.selection.combined
+            && self.selection.takes(message)
+            && !self.seen.iter().any(|(k, _)| holds(k, message.format))
+        {
+            self.seen
+                .push((key_of(message.format), message.format.clone()));
+        }
     }
 }
 
@@ -252,8 +348,9 @@ impl<W: Write, F: FnMut(&str) -> io::Result<W>> Sink for CsvSink<'_, W, F> {
 
 /// Decode `data` by the thorough rules and write one CSV table per message type, each to a writer
 /// `create` opens for the type's name (`NAME`, or `NAME.2`… for a type redefined with another
-/// layout), with the messages and values `selection` asks for. Returns the `check` report and the
-/// writers, in the order they were opened.
+/// layout), with the messages and values `selection` asks for; or, `combined`, every table in one
+/// opened with the name `""`. Returns the `check` report and the writers, in the order they were
+/// opened.
 pub fn write_csv<W: Write>(
     path: &str,
     data: &[u8],
@@ -261,17 +358,33 @@ pub fn write_csv<W: Write>(
     create: impl FnMut(&str) -> io::Result<W>,
     reached: &AtomicU64,
 ) -> io::Result<(DataflashReport, Vec<W>)> {
-    // The units as the end of the file defines them: a first pass reads only the headers.
-    let first = scan_with(data, Rules::Thorough, Formats::new(), &mut Noting(reached));
+    // The units as the end of the file defines them, and for a combined table every table
+    // written: a first pass.
+    let mut keys = Keys {
+        selection: &selection,
+        seen: Vec::new(),
+    };
+    let first = scan_with(
+        data,
+        Rules::Thorough,
+        Formats::new(),
+        &mut (&mut keys, &mut Noting(reached)),
+    );
+    let keys = keys.seen;
+    let combined = selection.combined;
     let mut sink = CsvSink {
         formats: &first.formats,
         create,
         current: vec![None; 256],
         tables: Vec::new(),
+        combined: None,
         observer: Observer::default(),
         selection,
         error: None,
     };
+    if combined {
+        sink.combine(keys)?;
+    }
     let scan = scan_with(
         data,
         Rules::Thorough,
