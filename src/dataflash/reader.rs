@@ -911,6 +911,18 @@ pub fn scan<S: Sink>(data: &[u8], sink: &mut S) -> Scan {
     scan_with(data, Rules::Reference, Formats::new(), sink)
 }
 
+/// The text of the message by which a salvaged log says its line feeds stand as written (see
+/// [`copied_in_text_mode`]).
+pub const LINE_FEEDS_CHECKED: &[u8] = b"bbcheck salvage: line feeds stand as written";
+
+/// Whether `data` was copied in text mode (see [`crate::textmode::is_newline_converted`]), unless
+/// it holds the message by which salvage says its line feeds were checked: leaving out damaged
+/// stretches that held a log's carriage returns can make a salvaged log look like a copy.
+pub fn copied_in_text_mode(data: &[u8]) -> bool {
+    crate::textmode::is_newline_converted(data)
+        && memchr::memmem::find(data, LINE_FEEDS_CHECKED).is_none()
+}
+
 /// Scan `data` by `rules`, starting from the format table `formats` (FMT alone, or definitions
 /// borrowed from another log), passing every accepted message to `sink` in file order.
 pub fn scan_with<S: Sink>(data: &[u8], rules: Rules, formats: Formats, sink: &mut S) -> Scan {
@@ -923,7 +935,7 @@ pub fn scan_with<S: Sink>(data: &[u8], rules: Rules, formats: Formats, sink: &mu
         rules,
         tail_start,
         gap_reason: None,
-        newline_converted: rules == Rules::Thorough && crate::textmode::is_newline_converted(data),
+        newline_converted: rules == Rules::Thorough && copied_in_text_mode(data),
         formats,
         refused_types: [false; 256],
         problems: Problems::default(),

@@ -8,13 +8,14 @@
 //! messages of the ids it uses and its FMTU, as the donor defined them, unless the output already
 //! declares them.
 
-use super::fmt::{FMT_TYPE, FieldType, Format, Formats, HEADER, Role};
+use super::fmt::{Definition, FMT_TYPE, FieldType, Format, Formats, HEADER, Role};
 use super::message::{
     Message, definition_from_values, fmtu_from_values, mult_from_values, unit_from_values,
 };
-use super::reader::{Noting, Rules, Sink, scan_with};
+use super::reader::{LINE_FEEDS_CHECKED, Noting, Rules, Sink, scan_with};
 use super::report::{DataflashReport, Observer, build};
 use crate::report::{Keep, Trust};
+use crate::textmode::NewlineCounts;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Write};
@@ -36,6 +37,9 @@ pub struct SalvageSummary {
     pub suspect_dropped: u64,
     /// Input byte spans left out, with where the output continues after each.
     pub dropped: Vec<DroppedSpan>,
+    /// Whether the output ends with a message saying its line feeds stand as written (without
+    /// it, the output would read as a text-mode copy though the input did not).
+    pub line_feeds_marked: bool,
 }
 
 /// A span of the input that the output leaves out.
@@ -102,6 +106,8 @@ struct Writer<'a> {
     /// The last TimeUS copied: the time of messages written from the table.
     last_time: u64,
     keep: Keep,
+    /// Line feeds and carriage returns of the bytes passed on.
+    newlines: NewlineCounts,
 }
 
 /// The UNIT, MULT and FMTU definitions and the id tables of the format table a scan starts from
@@ -191,6 +197,7 @@ impl<'a> Writer<'a> {
                 suspect_kept: 0,
                 suspect_dropped: 0,
                 dropped: Vec::new(),
+                line_feeds_marked: false,
             },
             units: UnitSource::of(formats),
             units_declared: BTreeSet::new(),
@@ -198,6 +205,7 @@ impl<'a> Writer<'a> {
             fmtu_declared: BTreeSet::new(),
             last_time: 0,
             keep,
+            newlines: NewlineCounts::default(),
         }
     }
 
@@ -216,8 +224,42 @@ impl<'a> Writer<'a> {
         {
             self.error = Some(e);
         }
+        self.newlines.add(&self.out);
         self.taken += self.out.len() as u64;
         self.out.clear();
+    }
+
+    /// Write a type of its own (the highest type byte the output leaves free) and one message of
+    /// it, [`LINE_FEEDS_CHECKED`].
+    fn mark_line_feeds(&mut self) {
+        let Some(type_id) = (1..FMT_TYPE)
+            .rev()
+            .chain((FMT_TYPE + 1..=u8::MAX).rev())
+            .find(|&t| self.declared[usize::from(t)].is_none() && t != b'\n' && t != b'\r')
+        else {
+            return;
+        };
+        let definition = Definition {
+            type_value: i128::from(type_id),
+            length: 67,
+            name: b"LFOK",
+            format: b"Z",
+            columns: b"Note",
+        };
+        let Ok((format, None)) = Format::define(&definition, None) else {
+            return;
+        };
+        let Some(fmt) = fmt_message(&self.fmt_layout, &format) else {
+            return;
+        };
+        let note = Field::Text(LINE_FEEDS_CHECKED);
+        let Some(message) = build_message(&format, |_| Some(note)) else {
+            return;
+        };
+        self.out.extend_from_slice(&fmt);
+        self.out.extend_from_slice(&message);
+        self.declared[usize::from(type_id)] = Some(Declared::of(&format));
+        self.summary.line_feeds_marked = true;
     }
 
     /// Declare `format` (its FMT from the table) unless the output already declares it the same
@@ -484,6 +526,15 @@ pub fn salvage_into(
     );
     let report = build(path, data, scan, observer);
     writer.pass_on(true);
+    // Read as a text-mode copy, the output would have its line feeds doubted: it says they
+    // were checked (unless the input was such a copy, or says so already).
+    if writer.newlines.is_newline_converted()
+        && !crate::textmode::is_newline_converted(data)
+        && memchr::memmem::find(data, LINE_FEEDS_CHECKED).is_none()
+    {
+        writer.mark_line_feeds();
+        writer.pass_on(true);
+    }
     if let Some(e) = writer.error {
         return Err(e);
     }

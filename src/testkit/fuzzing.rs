@@ -219,8 +219,9 @@ pub fn dataflash_roundtrip(data: &[u8]) {
 }
 
 /// Salvage any bytes as a DataFlash log: the output re-checks with no corrupt span, holds exactly
-/// the messages the input's check accepted (no donor, so no definition is added), and salvaging it
-/// again changes nothing.
+/// the messages the input's check accepted (no donor, so no definition is added; at the end, the
+/// message saying its line feeds stand as written and its FMT, when it needs them), and salvaging
+/// it again changes nothing.
 pub fn dataflash_salvage(data: &[u8]) {
     use crate::dataflash::fmt::Formats;
     let (accepted, _) = dataflash_read(data);
@@ -230,12 +231,20 @@ pub fn dataflash_salvage(data: &[u8]) {
         "definitions added without a donor: {:?}",
         salvaged.summary.formats_added
     );
-    let (kept, report) = dataflash_read(&salvaged.bytes);
+    let (mut kept, report) = dataflash_read(&salvaged.bytes);
     assert!(
         report.is_clean(),
         "salvaged output has corrupt spans: {:?}",
         report.file.corrupt_spans.first()
     );
+    if salvaged.summary.line_feeds_marked {
+        let marker = kept.0.split_off(kept.0.len().saturating_sub(2));
+        let note = crate::dataflash::reader::LINE_FEEDS_CHECKED;
+        assert!(
+            marker.len() == 2 && memchr::memmem::find(&marker[1].0, note).is_some(),
+            "the line-feed marker is not the output's last message"
+        );
+    }
     assert_eq!(
         kept, accepted,
         "salvaged messages (or their trust) differ from the accepted ones"

@@ -1278,3 +1278,35 @@ fn a_combined_csv_holds_every_table_row_for_row() {
     }
     assert!(rows > 50, "{rows} rows");
 }
+
+#[test]
+fn a_salvaged_log_that_lost_its_carriage_returns_says_its_line_feeds_stand() {
+    // A text-mode copy of a log with carriage returns appended (so the whole is not read as a
+    // copy): salvage leaves out the appended bytes, and its output would read as a copy, whose
+    // line feeds are doubted. It ends with a message saying they stand as written, re-checks
+    // clean, and salvages to itself; a plain log gets no such message.
+    use bbcheck::dataflash::{self, fmt::Formats, reader::LINE_FEEDS_CHECKED};
+    use bbcheck::testkit::damage::{Model, damage};
+    let log = bbcheck::testkit::dataflash::flight(1, 60);
+    let mut input = damage(&log, Model::Newline, 0).data;
+    let line_feeds = input.iter().filter(|&&b| b == b'\n').count();
+    assert!(input.len() > 16 << 10 && line_feeds > 200, "{line_feeds}");
+    input.extend(vec![b'\r'; line_feeds / 8 + 100]);
+    assert!(!dataflash::reader::copied_in_text_mode(&input));
+    let (_, salvaged) = dataflash::salvage::salvage("t", &input, Formats::new());
+    assert!(salvaged.summary.line_feeds_marked);
+    assert!(bbcheck::textmode::is_newline_converted(&salvaged.bytes));
+    let report = dataflash::check("t", &salvaged.bytes);
+    assert!(report.is_clean(), "{:?}", report.file.corrupt_spans.first());
+    let (_, again) = dataflash::salvage::salvage("t", &salvaged.bytes, Formats::new());
+    assert_eq!(again.bytes, salvaged.bytes);
+    let (_, plain) = dataflash::salvage::salvage("t", &log, Formats::new());
+    assert!(!plain.summary.line_feeds_marked);
+    assert_eq!(plain.bytes, log);
+    let find = |bytes: &[u8]| memchr_find(bytes, LINE_FEEDS_CHECKED);
+    assert!(find(&salvaged.bytes) && !find(&plain.bytes));
+}
+
+fn memchr_find(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
