@@ -134,7 +134,7 @@ enum Outcome {
         row: Row,
     },
     /// A file found in a directory that holds no log.
-    Skipped,
+    Skipped(PathBuf),
     Failed(Error),
 }
 
@@ -186,7 +186,7 @@ fn check_one(job: &Job, args: &Args, reached: &[AtomicU64], done: &[AtomicU64]) 
     let (data, report) = match checked {
         Ok(checked) => checked,
         Err(Error::NotALog { .. } | Error::UnknownFormat { .. }) if job.found => {
-            return Outcome::Skipped;
+            return Outcome::Skipped(job.path.clone());
         }
         Err(e) => return Outcome::Failed(e),
     };
@@ -238,11 +238,7 @@ fn check_one(job: &Job, args: &Args, reached: &[AtomicU64], done: &[AtomicU64]) 
 pub fn run(args: &Args) -> Result<u8, Error> {
     let mut jobs = jobs(&args.files)?;
     if jobs.is_empty() {
-        let named: Vec<String> = args.files.iter().map(|p| p.display().to_string()).collect();
-        return Err(Error::Usage(format!(
-            "{}: no files to check",
-            named.join(", ")
-        )));
+        return Err(Error::no_log(&args.files, 0));
     }
     let mut index = None;
     if let Some(target) = &args.html {
@@ -341,6 +337,9 @@ pub fn run(args: &Args) -> Result<u8, Error> {
             .collect();
         html::write_index(index, &listed, printer.skipped, printer.failed)?;
     }
+    if printer.rows.is_empty() && printer.failed == 0 && printer.headless == 0 {
+        return Err(Error::no_log(&args.files, printer.skipped));
+    }
     // A table whenever there is more than one file or a directory was searched.
     if (jobs.len() > 1 || jobs.iter().any(|j| j.found)) && !args.json && !terminal::quiet() {
         printer
@@ -373,8 +372,11 @@ impl<W: Write> Printer<W> {
                     .write_all(&text)
                     .map_err(|e| Error::io(Path::new("<stdout>"), e))
             }
-            Outcome::Skipped => {
+            Outcome::Skipped(path) => {
                 self.skipped += 1;
+                if !terminal::quiet() {
+                    eprintln!("{}: skipped (not a log)", path.display());
+                }
                 Ok(())
             }
             Outcome::Failed(Error::BrokenPipe) => Err(Error::BrokenPipe),

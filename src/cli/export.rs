@@ -366,11 +366,12 @@ pub fn run(args: &Args) -> Result<u8, Error> {
             "-o -: standard output takes one table of one file".into(),
         ));
     }
-    let mut code = EXIT_CLEAN;
+    let (mut code, mut skipped) = (EXIT_CLEAN, 0);
     for job in &jobs {
         match export_one(args, job, several) {
             Ok(done) => code = code.max(done),
             Err(Error::NotALog { .. } | Error::UnknownFormat { .. }) if job.found => {
+                skipped += 1;
                 if !terminal::quiet() {
                     eprintln!("{}: skipped (not a log)", job.path.display());
                 }
@@ -382,6 +383,9 @@ pub fn run(args: &Args) -> Result<u8, Error> {
             }
             Err(e) => return Err(e),
         }
+    }
+    if skipped == jobs.len() {
+        return Err(Error::no_log(&args.files, skipped));
     }
     Ok(code)
 }

@@ -121,6 +121,20 @@ pub enum Error {
     BrokenPipe,
 }
 
+impl Error {
+    /// Inputs in which no file holds a log: empty directories, or files that are not logs
+    /// (`skipped`), alike.
+    pub fn no_log(inputs: &[PathBuf], skipped: usize) -> Error {
+        let named: Vec<String> = inputs.iter().map(|p| p.display().to_string()).collect();
+        let why = match skipped {
+            0 => "no file".to_owned(),
+            1 => "1 file, not a log".to_owned(),
+            n => format!("{n} files, none a log"),
+        };
+        Error::Usage(format!("{}: no log found ({why})", named.join(", ")))
+    }
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -762,20 +762,31 @@ fn a_directory_is_checked_recursively_with_a_summary_table() {
         .collect();
     assert_eq!(docs.len(), 3);
     assert!(docs[0]["path"].as_str().unwrap().ends_with("a.bbl"));
-    // A directory of no logs says so; an empty one is an error.
+    // A directory with no log is an error, empty or holding other files; each file skipped is
+    // named.
     let out = bbcheck(&["check", dir.join("b/c").to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     std::fs::remove_file(dir.join("b/c/damaged.bbl")).unwrap();
-    let out = bbcheck(&["check", dir.join("b/c").to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no files to check"));
-    std::fs::write(dir.join("b/c/readme.txt"), "no log here").unwrap();
-    let out = bbcheck(&["check", dir.join("b/c").to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(0));
-    assert!(
-        String::from_utf8_lossy(&out.stdout)
-            .ends_with("0 checked: 0 clean, 0 damaged; 1 skipped (not a log); 0 unreadable\n")
-    );
+    for (command, extra) in [("check", None), ("export", Some("--jsonl"))] {
+        let args = |path: &str| -> Vec<String> {
+            let mut a = vec![command.to_owned(), path.to_owned()];
+            a.extend(extra.map(str::to_owned));
+            a
+        };
+        let empty = args(dir.join("b/c").to_str().unwrap());
+        let out = bbcheck(&empty.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(out.status.code(), Some(2), "{command}");
+        let said = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(said.contains("no log found (no file)"), "{command}: {said}");
+        std::fs::write(dir.join("b/c/readme.txt"), "no log here").unwrap();
+        let out = bbcheck(&empty.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(out.status.code(), Some(2), "{command}");
+        let said = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(said.contains("readme.txt: skipped (not a log)"), "{command}: {said}");
+        assert!(said.contains("no log found (1 file, not a log)"), "{command}: {said}");
+        assert!(out.stdout.is_empty(), "{command}");
+        std::fs::remove_file(dir.join("b/c/readme.txt")).unwrap();
+    }
 }
 
 #[test]
