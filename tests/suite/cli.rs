@@ -782,8 +782,14 @@ fn a_directory_is_checked_recursively_with_a_summary_table() {
         let out = bbcheck(&empty.iter().map(String::as_str).collect::<Vec<_>>());
         assert_eq!(out.status.code(), Some(2), "{command}");
         let said = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(said.contains("readme.txt: skipped (not a log)"), "{command}: {said}");
-        assert!(said.contains("no log found (1 file, not a log)"), "{command}: {said}");
+        assert!(
+            said.contains("readme.txt: skipped (not a log)"),
+            "{command}: {said}"
+        );
+        assert!(
+            said.contains("no log found (1 file, not a log)"),
+            "{command}: {said}"
+        );
         assert!(out.stdout.is_empty(), "{command}");
         std::fs::remove_file(dir.join("b/c/readme.txt")).unwrap();
     }
