@@ -71,7 +71,7 @@ fn csv_main_rows(data: &[u8]) -> u64 {
     impl Sink for Rows {
         fn frame(&mut self, frame: &Frame<'_>) {
             match frame.kind {
-                FrameKind::S => self.csv.slow_frame(frame),
+                FrameKind::S => self.csv.slow_frame(&mut self.rows, frame),
                 FrameKind::I | FrameKind::P => {
                     self.csv.write_main_row(&mut self.rows, frame);
                     if self.rows.len() >= 1 << 20 {

@@ -28,7 +28,8 @@ pub struct Args {
     #[arg(long)]
     jsonl: bool,
     /// CSV files. Blackbox: per session NN (from 01) the files blackbox_decode writes with its
-    /// default options: `<stem>.NN.csv` (main frames with units, energyCumulative and the
+    /// default options (or with the `--unit-*`, `--merge-gps` and `--datetime` given):
+    /// `<stem>.NN.csv` (main frames with units, energyCumulative and the
     /// slow-frame fields, flags as names), `<stem>.NN.gps.csv` and `<stem>.NN.gps.gpx` when the
     /// session has GPS frames, `<stem>.NN.event` when it has events; Betaflight's or INAV's
     /// formatting by firmware. DataFlash: one per message type, `<stem>.<NAME>.csv` (units in the
@@ -59,12 +60,102 @@ pub struct Args {
     /// DataFlash CSV: every message type in one table, `<stem>.csv` (or standard output with
     /// `-o -`): a `type` column, then each type's columns as `NAME.column`, empty in other
     /// types' rows.
-    #[arg(long, requires = "csv")]
+    #[arg(long, conflicts_with = "jsonl")]
     combined: bool,
     /// Blackbox: export only this session (1-based), as `blackbox_decode --index N` does (its
     /// CSV's current meter starts from nothing).
     #[arg(long, value_name = "N")]
     session: Option<usize>,
+    /// Blackbox CSV: unit of the current (amperageLatest; INAV: amperage), as blackbox_decode's
+    /// option of that name [default: A]; energyCumulative stays in mAh.
+    #[arg(
+        long,
+        value_enum,
+        ignore_case = true,
+        value_name = "UNIT",
+        conflicts_with = "jsonl"
+    )]
+    unit_amperage: Option<csv::AmperageUnit>,
+    /// Blackbox CSV: flightModeFlags, stateFlags and failsafePhase as names or as numbers
+    /// [default: flags].
+    #[arg(
+        long,
+        value_enum,
+        ignore_case = true,
+        value_name = "UNIT",
+        conflicts_with = "jsonl"
+    )]
+    unit_flags: Option<csv::FlagsUnit>,
+    /// Blackbox CSV: unit of the time in the main and GPS CSV, `%.3f` in ms, `%.6f` in s
+    /// [default: us].
+    #[arg(
+        long,
+        value_enum,
+        ignore_case = true,
+        value_name = "UNIT",
+        conflicts_with = "jsonl"
+    )]
+    unit_frame_time: Option<csv::FrameTimeUnit>,
+    /// Blackbox CSV: unit of BaroAlt [default: cm] (Betaflight 4's `baroAlt` stays as logged, as
+    /// the tools leave it).
+    #[arg(
+        long,
+        value_enum,
+        ignore_case = true,
+        value_name = "UNIT",
+        conflicts_with = "jsonl"
+    )]
+    unit_height: Option<csv::HeightUnit>,
+    /// Blackbox CSV: unit of gyroADC, from the header's gyro_scale [default: raw]. Degrees a
+    /// second for every firmware type but Baseflight, where the tools take Betaflight 2025.12's
+    /// and Rotorflight's for radians a microsecond.
+    #[arg(
+        long,
+        value_enum,
+        ignore_case = true,
+        value_name = "UNIT",
+        conflicts_with = "jsonl"
+    )]
+    unit_rotation: Option<csv::RotationUnit>,
+    /// Blackbox CSV: unit of accSmooth, from the header's acc_1G [default: raw].
+    #[arg(
+        long,
+        value_enum,
+        ignore_case = true,
+        value_name = "UNIT",
+        conflicts_with = "jsonl"
+    )]
+    unit_acceleration: Option<csv::AccelerationUnit>,
+    /// Blackbox CSV: unit of GPS_speed (km/h, mi/h) [default: mps].
+    #[arg(
+        long,
+        value_enum,
+        ignore_case = true,
+        value_name = "UNIT",
+        conflicts_with = "jsonl"
+    )]
+    unit_gps_speed: Option<csv::GpsSpeedUnit>,
+    /// Blackbox CSV: unit of the battery voltage (vbatLatest; INAV: vbat) [default: V]. mV are
+    /// millivolts, also for Betaflight 4.3.0 and later, where Betaflight's tool writes ten times
+    /// them.
+    #[arg(
+        long,
+        value_enum,
+        ignore_case = true,
+        value_name = "UNIT",
+        conflicts_with = "jsonl"
+    )]
+    unit_vbat: Option<csv::VbatUnit>,
+    /// Blackbox CSV: the GPS fields at the end of the main rows instead of in `<stem>.NN.gps.csv`,
+    /// as blackbox_decode --merge-gps writes them (each row with the last GPS frame's fields;
+    /// Betaflight's tool also repeats the last main frame at each GPS frame's time).
+    #[arg(long, conflicts_with = "jsonl")]
+    merge_gps: bool,
+    /// Blackbox CSV: a `dateTime` column after each time (main and GPS CSV), the UTC time as
+    /// INAV's blackbox_decode --datetime gives it: `Log start datetime` plus the time since the
+    /// session's first row. Betaflight logs get the same column.
+    #[arg(long, conflicts_with = "jsonl")]
+    datetime: bool,
     /// Blackbox: after the export, print to standard error the statistics blackbox_decode
     /// prints for each session (frames and bytes per type, loop time, data rate, iterations
     /// missing or not logged by the schedule), counted from the frames exported.
@@ -76,6 +167,42 @@ impl Args {
     /// Which frames to export.
     fn keep(&self) -> Keep {
         Keep::dropping_suspect(self.drop_suspect)
+    }
+
+    /// The blackbox_decode options of a Blackbox CSV export.
+    fn csv_options(&self) -> csv::Options {
+        csv::Options {
+            units: csv::Units {
+                amperage: self.unit_amperage.unwrap_or_default(),
+                flags: self.unit_flags.unwrap_or_default(),
+                frame_time: self.unit_frame_time.unwrap_or_default(),
+                height: self.unit_height.unwrap_or_default(),
+                rotation: self.unit_rotation.unwrap_or_default(),
+                acceleration: self.unit_acceleration.unwrap_or_default(),
+                gps_speed: self.unit_gps_speed.unwrap_or_default(),
+                vbat: self.unit_vbat.unwrap_or_default(),
+            },
+            merge_gps: self.merge_gps,
+            datetime: self.datetime,
+        }
+    }
+
+    /// The first blackbox_decode option given, which only a Blackbox CSV export takes.
+    fn blackbox_csv_option(&self) -> Option<&'static str> {
+        [
+            (self.unit_amperage.is_some(), "--unit-amperage"),
+            (self.unit_flags.is_some(), "--unit-flags"),
+            (self.unit_frame_time.is_some(), "--unit-frame-time"),
+            (self.unit_height.is_some(), "--unit-height"),
+            (self.unit_rotation.is_some(), "--unit-rotation"),
+            (self.unit_acceleration.is_some(), "--unit-acceleration"),
+            (self.unit_gps_speed.is_some(), "--unit-gps-speed"),
+            (self.unit_vbat.is_some(), "--unit-vbat"),
+            (self.merge_gps, "--merge-gps"),
+            (self.datetime, "--datetime"),
+        ]
+        .into_iter()
+        .find_map(|(given, name)| given.then_some(name))
     }
 }
 
@@ -149,6 +276,12 @@ fn export_dataflash(args: &Args, job: &Job, data: &[u8], reached: &AtomicU64) ->
     if args.session.is_some() {
         return Err(Error::Usage(format!(
             "{}: --session applies to Blackbox logs; a DataFlash log is exported whole",
+            job.path.display()
+        )));
+    }
+    if let Some(option) = args.blackbox_csv_option() {
+        return Err(Error::Usage(format!(
+            "{}: {option} applies to Blackbox logs; a DataFlash CSV is written in its own units",
             job.path.display()
         )));
     }
@@ -303,7 +436,12 @@ fn export_one(args: &Args, job: &Job, named: bool) -> Result<u8, Error> {
     } else {
         let created = args.output_dir.as_deref().is_some_and(|d| !d.exists());
         let dir = csv_destination(args, job)?;
-        let csv = CsvSink::new(dir.clone(), job.stem.clone(), args.keep());
+        let csv = CsvSink::new(
+            dir.clone(),
+            job.stem.clone(),
+            args.keep(),
+            args.csv_options(),
+        );
         let mut sink = input::Reached {
             inner: OneSession::new(Statistics::new(csv, args.keep()), args.session),
             reached: &reached,
@@ -504,12 +642,12 @@ struct CsvSink {
 }
 
 impl CsvSink {
-    fn new(dir: PathBuf, stem: String, keep: Keep) -> CsvSink {
+    fn new(dir: PathBuf, stem: String, keep: Keep, options: csv::Options) -> CsvSink {
         CsvSink {
             dir,
             stem,
             keep,
-            reference: ReferenceCsv::new(),
+            reference: ReferenceCsv::with_options(options),
             line: Vec::with_capacity(4096),
             rows: Vec::with_capacity(2 * WRITE_BUFFER),
             session: None,
@@ -540,6 +678,7 @@ impl CsvSink {
 
     /// Close the files of the session being written.
     fn finish_session(&mut self) {
+        self.reference.finish_session(&mut self.rows);
         self.write_rows();
         let Some(files) = self.session.take() else {
             return;
@@ -625,29 +764,33 @@ impl Sink for CsvSink {
             return;
         }
         match frame.kind {
-            FrameKind::S => self.reference.slow_frame(frame),
-            FrameKind::I | FrameKind::P => {
-                self.reference.write_main_row(&mut self.rows, frame);
-                if self.rows.len() >= WRITE_BUFFER {
-                    self.write_rows();
-                }
-            }
+            FrameKind::S => self.reference.slow_frame(&mut self.rows, frame),
+            FrameKind::I | FrameKind::P => self.reference.write_main_row(&mut self.rows, frame),
             FrameKind::G => {
+                let merged = self.reference.merges_gps();
+                if merged {
+                    self.reference.merge_gps_frame(&mut self.rows, frame);
+                }
                 self.line.clear();
                 if self.reference.write_gpx_point(&mut self.line, frame) {
                     let preamble = self.reference.gpx_preamble();
                     self.append(|f| &mut f.gpx, ".gps.gpx", preamble.as_bytes());
                 }
-                let mut header = Vec::new();
-                if self.session.as_ref().is_some_and(|f| f.gps.is_none()) {
-                    self.reference.write_gps_header(&mut header);
+                if !merged {
+                    let mut header = Vec::new();
+                    if self.session.as_ref().is_some_and(|f| f.gps.is_none()) {
+                        self.reference.write_gps_header(&mut header);
+                    }
+                    self.line.clear();
+                    self.reference.write_gps_row(&mut self.line, frame);
+                    self.append(|f| &mut f.gps, ".gps.csv", &header);
                 }
-                self.line.clear();
-                self.reference.write_gps_row(&mut self.line, frame);
-                self.append(|f| &mut f.gps, ".gps.csv", &header);
             }
             FrameKind::H => self.reference.home_frame(frame),
             FrameKind::E => {}
+        }
+        if self.rows.len() >= WRITE_BUFFER {
+            self.write_rows();
         }
     }
 

@@ -441,7 +441,7 @@ impl CsvTables {
 impl Sink for CsvTables {
     fn frame(&mut self, frame: &Frame<'_>) {
         match frame.kind {
-            FrameKind::S => self.csv.slow_frame(frame),
+            FrameKind::S => self.csv.slow_frame(&mut self.main, frame),
             FrameKind::I | FrameKind::P => self.csv.write_main_row(&mut self.main, frame),
             FrameKind::G => {
                 self.other.clear();

@@ -8,7 +8,7 @@ use crate::common;
 use common::{TempDir, bbcheck, corpus, file_names};
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// What `export --jsonl` says about one session.
 #[derive(Default)]
@@ -68,13 +68,20 @@ fn jsonl(path: &Path) -> BTreeMap<u64, Session> {
 }
 
 fn export_csv(path: &Path, dir: &Path) {
-    let out = bbcheck(&[
+    export_csv_with(path, dir, &[]);
+}
+
+/// `export --csv` with blackbox_decode's `options`.
+fn export_csv_with(path: &Path, dir: &Path, options: &[&str]) {
+    let mut args = vec![
         "export",
         path.to_str().unwrap(),
         "--csv",
         "-o",
         dir.to_str().unwrap(),
-    ]);
+    ];
+    args.extend_from_slice(options);
+    let out = bbcheck(&args);
     assert!(
         out.status.code().unwrap() <= 1,
         "{}",
@@ -941,4 +948,765 @@ fn stats_are_blackbox_decodes_counted_from_the_frames_read() {
         }
     }
     assert!(compared > 20, "{compared} sessions compared");
+}
+
+/// The demo log and, with the corpus, a real log of each kind the unit options treat apart:
+/// Betaflight 4.2 (tenths of a volt, BaroAlt, GPS), 4.5 (hundredths), 2025.12 (firmware type
+/// `Betaflight`), Cleanflight (a gyro scale of its own) and INAV.
+fn unit_logs() -> Vec<PathBuf> {
+    let mut logs = vec![common::own_corpus().join("generated/demo.bbl")];
+    if let Some(corpus) = corpus() {
+        for name in [
+            "betaflight-4.2.0-fc-blackbox-LOG00037.BFL",
+            "betaflight-4.5.3-bucksaw-btfl_005.bbl",
+            "betaflight-2025.12.2-propwash-btfl_027.bbl",
+            "cleanflight-1.6.0-propwash-LOG00568.TXT",
+            "inav-9.0.1-inav-toolkit-blackbox_log_2026-02-21.TXT",
+        ] {
+            logs.push(corpus.join("real/blackbox").join(name));
+        }
+    }
+    logs
+}
+
+/// Whether the session is INAV's, which its tool formats.
+fn is_inav(session: &Session) -> bool {
+    session
+        .headers
+        .get("Firmware revision")
+        .is_some_and(|r| r.starts_with("INAV"))
+}
+
+/// A CSV table's heading cells and rows' cells, split at the flavour's separator; `None` when
+/// the file is missing.
+fn cells(path: &Path, inav: bool) -> Option<(Vec<String>, Vec<Vec<String>>)> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let sep = if inav { "," } else { ", " };
+    let mut lines = text
+        .lines()
+        .map(|l| l.split(sep).map(str::to_owned).collect());
+    let heading = lines.next().unwrap_or_default();
+    Some((heading, lines.collect()))
+}
+
+/// A heading cell without its ` (unit)`.
+fn field_name(heading: &str) -> &str {
+    match heading.strip_suffix(')').and_then(|h| h.rsplit_once(" (")) {
+        Some((name, _)) => name,
+        None => heading,
+    }
+}
+
+/// Radians per second of one gyro unit: `gyro_scale` is degrees per second in Cleanflight and
+/// the firmware after it (radians per µs, kept as a float, in Baseflight), 1 rad/µs without it.
+fn gyro_scale(session: &Session) -> f64 {
+    let value = session
+        .headers
+        .get("gyro_scale")
+        .or(session.headers.get("gyro.scale"));
+    let Some(value) = value else {
+        return 1e6;
+    };
+    let bits = u32::from_str_radix(value.trim_start_matches("0x"), 16).unwrap();
+    let scale = f32::from_bits(bits);
+    let scale = match session.headers.get("Firmware type").map(String::as_str) {
+        Some("Baseflight") => scale,
+        _ => (f64::from(scale) * (std::f64::consts::PI / 180.0) * 1e-6) as f32,
+    };
+    f64::from(scale) * 1e6
+}
+
+fn number(cell: &str) -> f64 {
+    cell.trim()
+        .parse()
+        .unwrap_or_else(|e| panic!("{cell:?}: {e}"))
+}
+
+#[test]
+fn unit_options_rescale_their_columns_by_the_units_factor() {
+    // Two runs give every unit but the defaults; every other column is the plain export's.
+    let runs: [&[&str]; 2] = [
+        &[
+            "--unit-amperage",
+            "mA",
+            "--unit-vbat",
+            "mV",
+            "--unit-frame-time",
+            "s",
+            "--unit-height",
+            "m",
+            "--unit-rotation",
+            "deg/s",
+            "--unit-acceleration",
+            "g",
+            "--unit-gps-speed",
+            "kph",
+            "--unit-flags",
+            "raw",
+        ],
+        &[
+            "--unit-amperage",
+            "raw",
+            "--unit-vbat",
+            "raw",
+            "--unit-frame-time",
+            "ms",
+            "--unit-height",
+            "ft",
+            "--unit-rotation",
+            "rad/s",
+            "--unit-acceleration",
+            "m/s2",
+            "--unit-gps-speed",
+            "mph",
+        ],
+    ];
+    let (mut columns, mut gyro_checked) = (0, 0);
+    for path in unit_logs() {
+        let name = stem(&path);
+        let sessions = jsonl(&path);
+        let plain = TempDir::new("units-plain");
+        export_csv(&path, &plain);
+        for (run, options) in runs.iter().enumerate() {
+            let unit = |option: &str| {
+                let at = options.iter().position(|o| *o == option);
+                at.map_or("default", |i| options[i + 1])
+            };
+            let dir = TempDir::new(&format!("units-{run}"));
+            export_csv_with(&path, &dir, options);
+            assert_eq!(file_names(&dir), file_names(&plain), "{name}");
+            for (index, session) in &sessions {
+                let inav = is_inav(session);
+                let file = format!("{name}.{index:02}.csv");
+                let (Some((plain_heading, plain_rows)), Some((heading, rows))) = (
+                    cells(&plain.join(&file), inav),
+                    cells(&dir.join(&file), inav),
+                ) else {
+                    panic!("{file}: missing");
+                };
+                assert_eq!(rows.len(), plain_rows.len(), "{file}");
+                assert_eq!(heading.len(), plain_heading.len(), "{file}");
+                let (main, slow) = (&session.fields["I"], &session.fields["S"]);
+                let acc_1g: f64 = session.headers["acc_1G"].parse().unwrap();
+                let scale = gyro_scale(session);
+                let flags2 = slow.iter().position(|f| f == "flightModeFlags2");
+                for (c, plain_head) in plain_heading.iter().enumerate() {
+                    let field = field_name(plain_head);
+                    let vbat = if inav { "vbat" } else { "vbatLatest" };
+                    let amperage = if inav { "amperage" } else { "amperageLatest" };
+                    let column = |r: usize| -> (&str, &str) {
+                        (plain_rows[r][c].as_str(), rows[r][c].as_str())
+                    };
+                    // The unit a column gets, and what its cells become from the plain ones.
+                    let (suffix, want): (Option<&str>, Box<dyn Fn(usize) -> String>) =
+                        match (field, unit_of(field, unit)) {
+                            ("time", u @ ("s" | "ms")) => (
+                                Some(u),
+                                Box::new(move |r| {
+                                    let us = number(column(r).0);
+                                    if u == "s" {
+                                        format!("{:.6}", us / 1e6)
+                                    } else {
+                                        format!("{:.3}", us / 1e3)
+                                    }
+                                }),
+                            ),
+                            (f, "mV" | "mA") if f == vbat || f == amperage => (
+                                Some(if f == vbat { "mV" } else { "mA" }),
+                                // Volts and amps times 1000, exactly: their decimals are all
+                                // there are.
+                                Box::new(move |r| {
+                                    let milli = (number(column(r).0) * 1000.0).round() as i64;
+                                    if inav {
+                                        milli.to_string()
+                                    } else {
+                                        format!("{milli:3}")
+                                    }
+                                }),
+                            ),
+                            (f, "raw") if f == vbat || f == amperage => {
+                                let at = main.iter().position(|n| n == f).unwrap();
+                                (
+                                    None,
+                                    Box::new(move |r| {
+                                        let v = session.mains[r].0[at];
+                                        if inav {
+                                            v.to_string()
+                                        } else {
+                                            format!("{v:3}")
+                                        }
+                                    }),
+                                )
+                            }
+                            ("BaroAlt", u @ ("m" | "ft")) => (
+                                Some(u),
+                                Box::new(move |r| {
+                                    let metres = number(column(r).0) / 100.0;
+                                    if u == "m" {
+                                        format!("{metres:.2}")
+                                    } else {
+                                        format!("{:.2}", metres * 3.28084)
+                                    }
+                                }),
+                            ),
+                            (f, u @ ("deg/s" | "rad/s")) if is_gyro(f) => (
+                                Some(u),
+                                Box::new(move |r| {
+                                    let radians = scale * number(column(r).0);
+                                    if u == "rad/s" {
+                                        format!("{radians:.2}")
+                                    } else {
+                                        format!("{:.2}", radians * (180.0 / std::f64::consts::PI))
+                                    }
+                                }),
+                            ),
+                            (f, u @ ("g" | "m/s2")) if f.starts_with("accSmooth[") => (
+                                Some(if u == "g" { "g" } else { "m/s/s" }),
+                                Box::new(move |r| {
+                                    let gs = number(column(r).0) / acc_1g;
+                                    if u == "g" {
+                                        format!("{gs:.2}")
+                                    } else {
+                                        format!("{:.2}", gs * 9.80665)
+                                    }
+                                }),
+                            ),
+                            ("flightModeFlags" | "stateFlags" | "failsafePhase", "raw") => {
+                                let at = slow.iter().position(|n| n == field).unwrap();
+                                let modes = field == "flightModeFlags";
+                                (
+                                    None,
+                                    Box::new(move |r| {
+                                        let values = &session.mains[r].1;
+                                        let high = flags2.filter(|_| inav && modes);
+                                        let high = high.map_or(0, |h| (values[h] as u64) << 32);
+                                        (values[at] as u64 | high).to_string()
+                                    }),
+                                )
+                            }
+                            _ => (
+                                plain_head
+                                    .strip_suffix(')')
+                                    .and_then(|h| h.rsplit_once(" ("))
+                                    .map(|(_, u)| u),
+                                Box::new(move |r| column(r).0.to_owned()),
+                            ),
+                        };
+                    let want_heading = match suffix {
+                        Some(u) => format!("{field} ({u})"),
+                        None => field.to_owned(),
+                    };
+                    assert_eq!(heading[c], want_heading, "{file} column {c}");
+                    for r in 0..rows.len() {
+                        assert_eq!(column(r).1, want(r), "{file} {want_heading} row {r}");
+                    }
+                    // A gyro scale of 1 is one degree per second a unit.
+                    if unit("--unit-rotation") == "deg/s"
+                        && is_gyro(field)
+                        && session.headers.get("gyro_scale").map(String::as_str)
+                            == Some("0x3f800000")
+                    {
+                        for r in 0..rows.len() {
+                            let (raw, rate) = (number(column(r).0), number(column(r).1));
+                            assert!((rate - raw).abs() <= raw.abs() * 1e-6 + 0.01, "{rate}");
+                        }
+                        gyro_checked += 1;
+                    }
+                    columns += 1;
+                }
+                check_gps_units(&plain, &dir, &name, *index, session, unit);
+            }
+        }
+    }
+    assert!(columns > 100, "{columns} columns compared");
+    assert!(gyro_checked > 0 || corpus().is_none());
+}
+
+/// Whether `field` is a gyro rate (Cleanflight logs name them `gyroData`).
+fn is_gyro(field: &str) -> bool {
+    field.starts_with("gyroADC[") || field.starts_with("gyroData[")
+}
+
+/// The unit `unit` gives `field`'s column, `default` for its tool's default.
+fn unit_of<'a>(field: &str, unit: impl Fn(&str) -> &'a str) -> &'a str {
+    match field {
+        "time" => unit("--unit-frame-time"),
+        "vbat" | "vbatLatest" => unit("--unit-vbat"),
+        "amperage" | "amperageLatest" => unit("--unit-amperage"),
+        "BaroAlt" => unit("--unit-height"),
+        "flightModeFlags" | "stateFlags" | "failsafePhase" => unit("--unit-flags"),
+        f if is_gyro(f) => unit("--unit-rotation"),
+        f if f.starts_with("accSmooth[") => unit("--unit-acceleration"),
+        _ => "default",
+    }
+}
+
+/// The GPS CSV of a session exported with units: the time in its unit, the speed converted from
+/// cm/s as the tools convert it, every other column as in the plain export.
+fn check_gps_units<'a>(
+    plain: &Path,
+    dir: &Path,
+    name: &str,
+    index: u64,
+    session: &Session,
+    unit: impl Fn(&str) -> &'a str,
+) {
+    let inav = is_inav(session);
+    let file = format!("{name}.{index:02}.gps.csv");
+    let (Some((plain_heading, plain_rows)), Some((heading, rows))) = (
+        cells(&plain.join(&file), inav),
+        cells(&dir.join(&file), inav),
+    ) else {
+        assert!(session.gps.is_empty(), "{file}");
+        return;
+    };
+    assert_eq!(rows.len(), session.gps.len(), "{file}");
+    let speed = session.fields["G"]
+        .iter()
+        .position(|f| f == "GPS_speed")
+        .unwrap();
+    let time_unit = unit("--unit-frame-time");
+    for (c, plain_head) in plain_heading.iter().enumerate() {
+        let want_heading = match field_name(plain_head) {
+            "time" => format!("time ({time_unit})"),
+            "GPS_speed" if unit("--unit-gps-speed") == "kph" => "GPS_speed (km/h)".into(),
+            "GPS_speed" if unit("--unit-gps-speed") == "mph" => "GPS_speed (mi/h)".into(),
+            _ => plain_head.clone(),
+        };
+        assert_eq!(heading[c], want_heading, "{file}");
+        for (r, row) in rows.iter().enumerate() {
+            let want = match field_name(plain_head) {
+                "time" => {
+                    let us = number(&plain_rows[r][c]);
+                    match time_unit {
+                        "s" => format!("{:.6}", us / 1e6),
+                        "ms" => format!("{:.3}", us / 1e3),
+                        _ => plain_rows[r][c].clone(),
+                    }
+                }
+                "GPS_speed" => {
+                    let metres = session.gps[r][speed] as f64 / 100.0;
+                    match unit("--unit-gps-speed") {
+                        "kph" => format!("{:.2}", metres * 60.0 * 60.0 / 1000.0),
+                        "mph" => format!("{:.2}", metres * 0.00062137 * 60.0 * 60.0),
+                        _ => plain_rows[r][c].clone(),
+                    }
+                }
+                _ => plain_rows[r][c].clone(),
+            };
+            assert_eq!(row[c], want, "{file} {want_heading} row {r}");
+        }
+    }
+}
+
+/// Every record of `export --jsonl`, in file order: session, type and values.
+fn records(path: &Path) -> Vec<(u64, String, Vec<i64>)> {
+    let out = bbcheck(&["export", path.to_str().unwrap(), "--jsonl"]);
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let r: Value = serde_json::from_str(line).unwrap();
+            let values = r["values"]
+                .as_array()
+                .map(|v| v.iter().map(|x| x.as_i64().unwrap()).collect())
+                .unwrap_or_default();
+            let kind = r["type"].as_str().unwrap().to_owned();
+            (r["session"].as_u64().unwrap(), kind, values)
+        })
+        .collect()
+}
+
+/// Degrees × 10⁷ as the tools write a coordinate.
+fn coordinate(v: i64) -> String {
+    let sign = if v < 0 && v / 10_000_000 == 0 {
+        "-"
+    } else {
+        ""
+    };
+    format!(
+        "{sign}{}.{:07}",
+        v / 10_000_000,
+        v.unsigned_abs() % 10_000_000
+    )
+}
+
+/// The current meter of the tools with `--merge-gps`, which integrate each main frame's current
+/// over the time since the frame before it (without the option: the step before that).
+#[derive(Default)]
+struct MergedMeter {
+    last: i64,
+    milliamp_hours: f64,
+}
+
+impl MergedMeter {
+    fn update(&mut self, milliamps: i32, time: i64, inav: bool) {
+        // Betaflight's tool: a 16-bit current and 32-bit times.
+        let (milliamps, time) = if inav {
+            (milliamps, time)
+        } else {
+            (i32::from(milliamps as i16), i64::from(time as u32))
+        };
+        if self.last != 0 {
+            let elapsed = if inav {
+                (time - self.last) as f64
+            } else {
+                (time as u32).wrapping_sub(self.last as u32) as f64
+            };
+            self.milliamp_hours += f64::from(milliamps) * elapsed / 3_600_000_000.0;
+        }
+        self.last = time;
+    }
+}
+
+/// The merged rows of one session as the tools build them from the plain export's rows: each
+/// main row waits for the frame after it; it is written with the last GPS frame's fields (zeros
+/// before one) when a main or slow frame follows, or a GPS frame of another time, or the session
+/// ends. Betaflight's tool writes a row at every GPS frame too: the last main frame with the GPS
+/// frame's time (the row still waiting, if the times are equal). The current meter is a
+/// `MergedMeter`; a session without GPS frame definitions is not merged, and its meter takes each
+/// frame's current over the step before, as without the option.
+fn merged_rows(
+    session: &Session,
+    frames: &[&(u64, String, Vec<i64>)],
+    (main_rows, gps_rows): (&[Vec<String>], &[Vec<String>]),
+    energy_column: Option<usize>,
+    meter: &mut MergedMeter,
+) -> Vec<String> {
+    let inav = is_inav(session);
+    let sep = if inav { "," } else { ", " };
+    let main = &session.fields["I"];
+    let gps = session.fields.get("G").cloned().unwrap_or_default();
+    let merges = !gps.is_empty();
+    let time = main.iter().position(|f| f == "time").unwrap();
+    let gps_time = gps.iter().position(|f| f == "time");
+    let amperage = main
+        .iter()
+        .position(|f| f == if inav { "amperage" } else { "amperageLatest" });
+    // Betaflight's ADC conversion below takes the default scale.
+    assert!(inav || !session.headers.contains_key("currentMeter"));
+    let home_fields = session.fields.get("H");
+    let mut gps_cells: Vec<String> = gps
+        .iter()
+        .filter(|f| *f != "time")
+        .map(|f| match f.as_str() {
+            "GPS_coord[0]" | "GPS_coord[1]" => "0.0000000".into(),
+            "GPS_ground_course" => "0.0".into(),
+            "GPS_speed" => "0.00".into(),
+            _ => "0".into(),
+        })
+        .collect();
+    let mut home = (0, 0);
+    let (mut rows, mut m, mut g) = (Vec::new(), 0, 0);
+    let (mut pending, mut last_time, mut row_time) = (false, -1i64, -1i64);
+    let mut emit = |m: usize, row_time: i64, gps_cells: &[String], home: (i64, i64), mah: f64| {
+        let mut cells = main_rows[m - 1].clone();
+        cells[time] = row_time.to_string();
+        if let Some(c) = energy_column {
+            cells[c] = (mah.round() as i32).to_string();
+        }
+        if merges {
+            cells.extend(gps_cells.iter().cloned());
+            if inav {
+                cells.extend([coordinate(home.0), coordinate(home.1)]);
+            }
+        }
+        rows.push(cells.join(sep));
+    };
+    for (_, kind, values) in frames {
+        match kind.as_str() {
+            "I" | "P" => {
+                if pending {
+                    emit(m, row_time, &gps_cells, home, meter.milliamp_hours);
+                }
+                m += 1;
+                let previous = last_time;
+                last_time = values[time];
+                row_time = last_time;
+                if let Some(a) = amperage {
+                    // INAV: centiamps; Betaflight: an ADC reading, 3.3 V and 400 mV/10 A.
+                    let milliamps = if inav {
+                        (values[a] * 10) as i32
+                    } else {
+                        ((values[a] as u16 as i64 * 3300 / 4095) * 10_000 / 400) as i32
+                    };
+                    let at = if merges { last_time } else { previous };
+                    meter.update(milliamps, at, inav);
+                }
+                pending = true;
+                if !merges {
+                    emit(m, row_time, &gps_cells, home, meter.milliamp_hours);
+                    pending = false;
+                }
+            }
+            "S" if pending => {
+                emit(m, row_time, &gps_cells, home, meter.milliamp_hours);
+                pending = false;
+            }
+            "H" => {
+                let h = home_fields.unwrap();
+                let at = |n: &str| h.iter().position(|f| f == n).unwrap();
+                home = (values[at("GPS_home[0]")], values[at("GPS_home[1]")]);
+            }
+            "G" => {
+                let t = values[gps_time.unwrap()];
+                if t != last_time && pending {
+                    emit(m, row_time, &gps_cells, home, meter.milliamp_hours);
+                    pending = false;
+                }
+                row_time = if t != last_time { t } else { last_time };
+                let row = &gps_rows[g];
+                let end = row.len() - if inav { 2 } else { 0 };
+                gps_cells = row[1..end].to_vec();
+                g += 1;
+                if !inav {
+                    assert!(m > 0, "a GPS frame before the first main frame");
+                    emit(m, row_time, &gps_cells, home, meter.milliamp_hours);
+                    pending = false;
+                }
+            }
+            _ => {}
+        }
+    }
+    if pending {
+        emit(m, row_time, &gps_cells, home, meter.milliamp_hours);
+    }
+    rows
+}
+
+#[test]
+fn merge_gps_appends_the_last_gps_frame_to_each_main_row() {
+    let mut logs = vec![common::own_corpus().join("generated/demo.bbl")];
+    if let Some(corpus) = corpus() {
+        for name in [
+            "betaflight-4.2.0-fc-blackbox-LOG00037.BFL",
+            // Its first session defines GPS frames and has none.
+            "betaflight-4.5.3-bucksaw-btfl_005.bbl",
+            "inav-9.0.1-inav-toolkit-blackbox_log_2026-02-21.TXT",
+        ] {
+            logs.push(corpus.join("real/blackbox").join(name));
+        }
+    }
+    let mut duplicated = 0;
+    for path in logs {
+        let name = stem(&path);
+        let (plain, merged) = (TempDir::new("merge-plain"), TempDir::new("merge-merged"));
+        export_csv(&path, &plain);
+        export_csv_with(&path, &merged, &["--merge-gps"]);
+        // No GPS CSV; the GPX track and the events are the plain export's.
+        let mut expected = file_names(&plain);
+        expected.retain(|f| !f.ends_with(".gps.csv"));
+        assert_eq!(file_names(&merged), expected, "{name}");
+        for file in expected.iter().filter(|f| !f.ends_with(".csv")) {
+            let read = |dir: &Path| std::fs::read(dir.join(file)).unwrap();
+            assert!(read(&merged) == read(&plain), "{file}");
+        }
+        let records = records(&path);
+        // The Betaflight tool's current meter runs on from one session to the next.
+        let mut meter = MergedMeter::default();
+        for (index, session) in jsonl(&path) {
+            let inav = is_inav(&session);
+            if inav {
+                meter = MergedMeter::default();
+            }
+            let file = format!("{name}.{index:02}.csv");
+            let (plain_heading, main_rows) = cells(&plain.join(&file), inav).unwrap();
+            let gps_file = plain.join(format!("{name}.{index:02}.gps.csv"));
+            let gps_rows = cells(&gps_file, inav).map_or_else(Vec::new, |(_, rows)| rows);
+            let sep = if inav { "," } else { ", " };
+            let mut heading = plain_heading.join(sep);
+            let gps = session.fields.get("G").cloned().unwrap_or_default();
+            for field in gps.iter().filter(|f| *f != "time") {
+                heading.push_str(sep);
+                heading.push_str(field);
+                if field == "GPS_speed" {
+                    heading.push_str(" (m/s)");
+                }
+            }
+            if inav && !gps.is_empty() {
+                heading.push_str(",GPS_home_lat,GPS_home_lon");
+            }
+            let energy = plain_heading
+                .iter()
+                .position(|h| h == "energyCumulative (mAh)");
+            let frames: Vec<_> = records.iter().filter(|r| r.0 == index).collect();
+            let mut want = vec![heading];
+            let tables = (main_rows.as_slice(), gps_rows.as_slice());
+            want.extend(merged_rows(&session, &frames, tables, energy, &mut meter));
+            let text = std::fs::read_to_string(merged.join(&file)).unwrap();
+            let got: Vec<&str> = text.lines().collect();
+            assert_eq!(got.len(), want.len(), "{file}: rows");
+            for (r, (a, b)) in got.iter().zip(&want).enumerate() {
+                assert_eq!(a, b, "{file} row {r}");
+            }
+            duplicated += got.len() - 1 - main_rows.len();
+        }
+    }
+    // Betaflight's tool repeats main frames at GPS times.
+    assert!(duplicated > 0);
+}
+
+/// Microseconds since 1970 of `YYYY-MM-DDTHH:MM:SS.ffffff` (at least the milliseconds; what
+/// follows is ignored), read as UTC.
+fn utc_micros(text: &str) -> i64 {
+    let int = |range: std::ops::Range<usize>| text[range].parse::<i64>().unwrap();
+    let (year, month, day) = (int(0..4), int(5..7), int(8..10));
+    // Days since 1970 of a Gregorian date (March-based years).
+    let (y, m) = if month <= 2 {
+        (year - 1, month + 9)
+    } else {
+        (year, month - 3)
+    };
+    let days =
+        365 * y + y.div_euclid(4) - y.div_euclid(100) + y.div_euclid(400) + (153 * m + 2) / 5 + day
+            - 719_469;
+    let fraction: String = text[20..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    let micros = format!("{fraction:0<6}")[..6].parse::<i64>().unwrap();
+    ((days * 24 + int(11..13)) * 60 + int(14..16)) * 60_000_000 + int(17..19) * 1_000_000 + micros
+}
+
+#[test]
+fn datetime_adds_the_utc_time_of_each_row() {
+    // `--datetime` writes after each time, in the main and the GPS CSV, the log start plus the
+    // time since the session's first row: every row's date and time less its own time is one
+    // instant, within a microsecond of `Log start datetime` at the first row.
+    let mut logs = vec![common::own_corpus().join("generated/demo.bbl")];
+    if let Some(corpus) = corpus() {
+        for name in [
+            "betaflight-4.5.3-bucksaw-btfl_005.bbl",
+            "betaflight-4.2.0-fc-blackbox-LOG00037.BFL",
+            "inav-9.0.1-inav-toolkit-blackbox_log_2026-02-21.TXT",
+        ] {
+            logs.push(corpus.join("real/blackbox").join(name));
+        }
+    }
+    let mut rows_checked = 0;
+    for path in logs {
+        let name = stem(&path);
+        let (plain, dated) = (
+            TempDir::new("datetime-plain"),
+            TempDir::new("datetime-dated"),
+        );
+        export_csv(&path, &plain);
+        export_csv_with(&path, &dated, &["--datetime", "--unit-frame-time", "ms"]);
+        assert_eq!(file_names(&dated), file_names(&plain), "{name}");
+        for (index, session) in jsonl(&path) {
+            let inav = is_inav(&session);
+            // A log without the header counts from 1970.
+            let start = session
+                .headers
+                .get("Log start datetime")
+                .map_or(0, |s| utc_micros(s));
+            let mut instant = None;
+            for suffix in [".csv", ".gps.csv"] {
+                let file = format!("{name}.{index:02}{suffix}");
+                let (Some((plain_heading, plain_rows)), Some((heading, rows))) = (
+                    cells(&plain.join(&file), inav),
+                    cells(&dated.join(&file), inav),
+                ) else {
+                    continue;
+                };
+                let time = plain_heading.iter().position(|h| h == "time (us)").unwrap();
+                let mut want_heading = plain_heading.clone();
+                want_heading[time] = "time (ms)".into();
+                want_heading.insert(time + 1, "dateTime".into());
+                // INAV's tool starts its GPS CSV with `time (us), dateTime,`.
+                if inav && suffix == ".gps.csv" {
+                    want_heading[time + 1] = " dateTime".into();
+                }
+                assert_eq!(heading, want_heading, "{file}");
+                assert_eq!(rows.len(), plain_rows.len(), "{file}");
+                for (row, plain_row) in rows.iter().zip(&plain_rows) {
+                    let us: i64 = plain_row[time].trim().parse().unwrap();
+                    let mut want = plain_row.clone();
+                    want[time] = format!("{:.3}", us as f64 / 1000.0);
+                    want.insert(time + 1, row[time + 1].clone());
+                    assert_eq!(row, &want, "{file}");
+                    let date_time = &row[time + 1];
+                    assert!(
+                        date_time.ends_with('Z') && date_time.len() == 27,
+                        "{date_time}"
+                    );
+                    let at = utc_micros(date_time) - us;
+                    let first = *instant.get_or_insert(at);
+                    assert_eq!(at, first, "{file}: {date_time} at {us} µs");
+                    rows_checked += 1;
+                }
+                if suffix == ".csv" && !plain_rows.is_empty() {
+                    let first_row: i64 = plain_rows[0][time].trim().parse().unwrap();
+                    // INAV's tool reads the start's fraction of a second as a float and cuts it.
+                    let off = start - (instant.unwrap() + first_row);
+                    assert!(
+                        (0..=1).contains(&off),
+                        "{file}: {off} µs from the log start"
+                    );
+                }
+            }
+        }
+    }
+    assert!(rows_checked > 1000);
+}
+
+#[test]
+fn blackbox_decode_options_are_for_the_blackbox_csv_alone() {
+    let dir = TempDir::new("decode-options");
+    let dataflash = dir.join("flight.bin");
+    std::fs::write(&dataflash, bbcheck::testkit::dataflash::flight(7, 2)).unwrap();
+    let demo = common::own_corpus().join("generated/demo.bbl");
+    let out_dir = dir.join("out");
+    for option in [
+        &["--unit-vbat", "mV"][..],
+        &["--unit-flags", "raw"],
+        &["--merge-gps"],
+        &["--datetime"],
+    ] {
+        // A DataFlash CSV has units of its own: a usage error, and nothing written.
+        let mut args = vec!["export", dataflash.to_str().unwrap(), "--csv"];
+        args.extend_from_slice(&["-o", out_dir.to_str().unwrap()]);
+        args.extend_from_slice(option);
+        let out = bbcheck(&args);
+        assert_eq!(out.status.code(), Some(2), "{option:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(option[0]) && stderr.contains("applies to Blackbox logs"),
+            "{stderr}"
+        );
+        assert!(!out_dir.exists());
+        // JSON Lines hold the values as logged.
+        let mut args = vec!["export", demo.to_str().unwrap(), "--jsonl"];
+        args.extend_from_slice(option);
+        let out = bbcheck(&args);
+        assert_eq!(out.status.code(), Some(2), "{option:?}");
+        assert!(out.stdout.is_empty());
+    }
+    // The units take the tool's spellings, in any case.
+    let out = bbcheck(&[
+        "export",
+        demo.to_str().unwrap(),
+        "--csv",
+        "-o",
+        out_dir.to_str().unwrap(),
+        "--unit-gps-speed",
+        "KM/H",
+        "--unit-vbat",
+        "mv",
+        "--unit-height",
+        "FT",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let main = read_lines(&out_dir.join("demo.01.csv"));
+    assert!(main[0].contains(", vbatLatest (mV), "), "{}", main[0]);
+    let gps = read_lines(&out_dir.join("demo.01.gps.csv"));
+    assert!(gps[0].contains(", GPS_speed (km/h), "), "{}", gps[0]);
+    let out = bbcheck(&[
+        "export",
+        demo.to_str().unwrap(),
+        "--csv",
+        "--unit-vbat",
+        "mAh",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
 }

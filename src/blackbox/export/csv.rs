@@ -1,6 +1,8 @@
-//! The files the reference C decoder (`blackbox_decode` of blackbox-tools, default options) writes
-//! for one session: `<stem>.NN.csv`, `<stem>.NN.gps.csv`, `<stem>.NN.gps.gpx` and
-//! `<stem>.NN.event`, byte for byte.
+//! The files the reference C decoder (`blackbox_decode` of blackbox-tools) writes for one
+//! session: `<stem>.NN.csv`, `<stem>.NN.gps.csv`, `<stem>.NN.gps.gpx` and `<stem>.NN.event`, byte
+//! for byte, with its default options or the unit, `--merge-gps` and `--datetime` ones of
+//! [`Options`] (but for two units where the tool is wrong: see `MainColumn::VbatMillivolts` and
+//! `gyro_radians_per_second`).
 //!
 //! The decoder exists in two flavours that format differently: Betaflight's (also used for
 //! Cleanflight and unknown firmware) and INAV's. [`Flavour::of`] picks the one for the log's
@@ -15,7 +17,7 @@ use crate::blackbox::event::{AdjustmentValue, Event};
 use crate::blackbox::frame::FrameKind;
 use crate::blackbox::header::{Firmware, Header};
 use crate::blackbox::sink::Frame;
-use crate::decimal::{NUMBER_ROOM, put_int, put_number, write_number};
+use crate::decimal::{NUMBER_ROOM, append, put_int, put_number, write_number};
 use std::io::Write;
 
 /// Which reference decoder's formatting applies.
@@ -33,6 +35,163 @@ impl Flavour {
         match firmware {
             Firmware::Inav => Flavour::Inav,
             _ => Flavour::Betaflight,
+        }
+    }
+}
+
+/// The options of the C decoder that change what its files hold; the default is what it writes
+/// without options.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Options {
+    pub units: Units,
+    /// `--merge-gps`: the GPS fields at the end of each main row instead of in the GPS CSV.
+    pub merge_gps: bool,
+    /// `--datetime` (INAV's tool): a `dateTime` column after the time, in UTC.
+    pub datetime: bool,
+}
+
+/// The units the C decoder's `--unit-*` options choose.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Units {
+    pub amperage: AmperageUnit,
+    pub flags: FlagsUnit,
+    pub frame_time: FrameTimeUnit,
+    pub height: HeightUnit,
+    pub rotation: RotationUnit,
+    pub acceleration: AccelerationUnit,
+    pub gps_speed: GpsSpeedUnit,
+    pub vbat: VbatUnit,
+}
+
+/// `--unit-amperage`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum AmperageUnit {
+    /// As logged.
+    Raw,
+    /// Milliamps.
+    #[value(name = "mA")]
+    Milliamps,
+    /// Amps.
+    #[default]
+    #[value(name = "A")]
+    Amps,
+}
+
+/// `--unit-flags`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum FlagsUnit {
+    /// Numbers.
+    Raw,
+    /// Names.
+    #[default]
+    Flags,
+}
+
+/// `--unit-frame-time`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum FrameTimeUnit {
+    /// Microseconds.
+    #[default]
+    #[value(name = "us")]
+    Microseconds,
+    /// Milliseconds.
+    #[value(name = "ms")]
+    Milliseconds,
+    /// Seconds.
+    #[value(name = "s")]
+    Seconds,
+}
+
+/// `--unit-height`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum HeightUnit {
+    /// Metres.
+    #[value(name = "m")]
+    Metres,
+    /// Centimetres.
+    #[default]
+    #[value(name = "cm")]
+    Centimetres,
+    /// Feet.
+    #[value(name = "ft")]
+    Feet,
+}
+
+/// `--unit-rotation`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum RotationUnit {
+    /// As logged.
+    #[default]
+    Raw,
+    /// Degrees per second.
+    #[value(name = "deg/s")]
+    DegreesPerSecond,
+    /// Radians per second.
+    #[value(name = "rad/s")]
+    RadiansPerSecond,
+}
+
+/// `--unit-acceleration`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum AccelerationUnit {
+    /// As logged.
+    #[default]
+    Raw,
+    /// Standard gravities.
+    #[value(name = "g")]
+    Gs,
+    /// Metres per second squared.
+    #[value(name = "m/s2")]
+    MetresPerSecondSquared,
+}
+
+/// `--unit-gps-speed`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum GpsSpeedUnit {
+    /// Metres per second.
+    #[default]
+    #[value(name = "mps", alias = "m/s")]
+    MetresPerSecond,
+    /// Kilometres per hour.
+    #[value(name = "kph", aliases = ["kmph", "km/h", "km/hr"])]
+    KilometresPerHour,
+    /// Miles per hour.
+    #[value(name = "mph", aliases = ["mi/h", "mi/hr"])]
+    MilesPerHour,
+}
+
+/// `--unit-vbat`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum VbatUnit {
+    /// As logged.
+    Raw,
+    /// Millivolts.
+    #[value(name = "mV")]
+    Millivolts,
+    /// Volts.
+    #[default]
+    #[value(name = "V")]
+    Volts,
+}
+
+impl FrameTimeUnit {
+    /// The name the tools give the unit in headings.
+    fn name(self) -> &'static str {
+        match self {
+            FrameTimeUnit::Microseconds => "us",
+            FrameTimeUnit::Milliseconds => "ms",
+            FrameTimeUnit::Seconds => "s",
+        }
+    }
+}
+
+impl GpsSpeedUnit {
+    /// The name the tools give the unit in headings.
+    fn name(self) -> &'static str {
+        match self {
+            GpsSpeedUnit::MetresPerSecond => "m/s",
+            GpsSpeedUnit::KilometresPerHour => "km/h",
+            GpsSpeedUnit::MilesPerHour => "mi/h",
         }
     }
 }
@@ -249,25 +408,62 @@ enum MainColumn {
     Signed,
     /// `%3u` of the 32-bit value.
     Unsigned,
-    /// The 64-bit monotonic time in µs.
-    Time,
+    /// The 64-bit monotonic time.
+    Time(FrameTimeUnit),
     /// Battery voltage in volts.
     Vbat,
+    /// Battery voltage in millivolts. Betaflight's tool writes the value times 100, ten times the
+    /// millivolts since Betaflight 4.3.0 logs hundredths of a volt: here it is times 10 then.
+    VbatMillivolts,
     /// Current in amps.
     Amperage,
+    /// Current in milliamps.
+    AmperageMilliamps,
     /// Barometer altitude in cm, as stored.
     BaroAlt,
+    /// Barometer altitude in metres.
+    BaroAltMetres,
+    /// Barometer altitude in feet.
+    BaroAltFeet,
+    /// Gyro rate in degrees per second, from the header's gyro scale.
+    DegreesPerSecond,
+    /// Gyro rate in radians per second.
+    RadiansPerSecond,
+    /// Acceleration in g, from the header's `acc_1G`.
+    Gs,
+    /// Acceleration in m/s².
+    MetresPerSecondSquared,
 }
 
 impl MainColumn {
     /// The unit the C decoder appends to the column name.
     fn unit(self) -> Option<&'static str> {
         match self {
-            MainColumn::Time => Some("us"),
+            MainColumn::Time(unit) => Some(unit.name()),
             MainColumn::Vbat => Some("V"),
+            MainColumn::VbatMillivolts => Some("mV"),
             MainColumn::Amperage => Some("A"),
+            MainColumn::AmperageMilliamps => Some("mA"),
             MainColumn::BaroAlt => Some("cm"),
+            MainColumn::BaroAltMetres => Some("m"),
+            MainColumn::BaroAltFeet => Some("ft"),
+            MainColumn::DegreesPerSecond => Some("deg/s"),
+            MainColumn::RadiansPerSecond => Some("rad/s"),
+            MainColumn::Gs => Some("g"),
+            MainColumn::MetresPerSecondSquared => Some("m/s/s"),
             MainColumn::Signed | MainColumn::Unsigned => None,
+        }
+    }
+
+    /// Bytes the column's text may take.
+    fn room(self) -> usize {
+        match self {
+            MainColumn::BaroAltFeet
+            | MainColumn::DegreesPerSecond
+            | MainColumn::RadiansPerSecond
+            | MainColumn::Gs
+            | MainColumn::MetresPerSecondSquared => FLOAT_ROOM,
+            _ => DECIMAL_ROOM,
         }
     }
 }
@@ -494,6 +690,8 @@ struct Layout {
     flavour: Flavour,
     main_names: Vec<String>,
     main: Vec<MainColumn>,
+    /// The main time column.
+    time: Option<usize>,
     amperage: Option<usize>,
     /// Between two columns: `, ` (Betaflight's tool) or `,` (INAV's).
     separator: &'static [u8],
@@ -524,11 +722,83 @@ struct Layout {
     inav_states: bool,
     /// Betaflight's tool: GPS altitude unit, 0.01 m before Betaflight 4 and 0.1 m since.
     altitude_factor: f32,
+    /// Radians per second of one gyro unit (see [`gyro_radians_per_second`]).
+    gyro_scale: f64,
+    /// The accelerometer's reading of 1 g (`acc_1G`, 1 without it).
+    acc_1g: u16,
+    /// Whether the session has a GPS frame definition: with `--merge-gps`, its fields end each
+    /// main row.
+    merges_gps: bool,
 }
 
 /// The last index of any of `names` in `fields`.
 fn last_index(fields: &[String], names: &[&str]) -> Option<usize> {
     fields.iter().rposition(|f| names.contains(&f.as_str()))
+}
+
+/// The indices of the fields `<prefix>0]`, `<prefix>1]` and `<prefix>2]` for any of `prefixes`, as
+/// the tools find them (the axis read as `atoi` reads it, the last such field kept).
+fn axis_indices(fields: &[String], prefixes: &[&str]) -> [Option<usize>; 3] {
+    let mut axes = [None; 3];
+    for (i, name) in fields.iter().enumerate() {
+        for prefix in prefixes {
+            if let Some(rest) = name.strip_prefix(prefix)
+                && let Ok(axis) = usize::try_from(leading_int(rest))
+                && let Some(slot) = axes.get_mut(axis)
+            {
+                *slot = Some(i);
+            }
+        }
+    }
+    axes
+}
+
+/// C's `strtoul(text, 0, 16)` cut to 32 bits, as the tools read the bits of a float header value.
+fn hex_bits(text: &str) -> u32 {
+    let t = text.trim_start();
+    let (negative, t) = match t.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, t.strip_prefix('+').unwrap_or(t)),
+    };
+    let t = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(rest) if rest.starts_with(|c: char| c.is_ascii_hexdigit()) => rest,
+        _ => t,
+    };
+    let mut value = Some(0u64);
+    for digit in t.chars().map_while(|c| c.to_digit(16)) {
+        value = value.and_then(|v| v.checked_mul(16)?.checked_add(u64::from(digit)));
+    }
+    match value {
+        None => u32::MAX,
+        Some(v) if negative => v.wrapping_neg() as u32,
+        Some(v) => v as u32,
+    }
+}
+
+/// Radians per second of one gyro unit, as the tools compute it: the header's `gyro_scale` (a
+/// float's bits; 1 without it) is radians per microsecond for Baseflight and degrees per second
+/// for the firmware after it, which the tools turn into radians per microsecond as a float, then
+/// times 10⁶.
+///
+/// The tools take every firmware type but `Cleanflight` for Baseflight, and so read the scale of
+/// Betaflight 2025.12 and later (type `Betaflight`) and Rotorflight as radians per microsecond:
+/// their rates come out 10⁶·180/π times too large. Here only `Baseflight` is.
+fn gyro_radians_per_second(header: &Header) -> f64 {
+    let baseflight = header.get("Firmware type") == Some("Baseflight");
+    let scale = header
+        .lines
+        .iter()
+        .rev()
+        .find(|l| l.name == "gyro_scale" || l.name == "gyro.scale")
+        .map_or(1.0, |l| {
+            let scale = f32::from_bits(hex_bits(&l.value));
+            if baseflight {
+                scale
+            } else {
+                (f64::from(scale) * (std::f64::consts::PI / 180.0) * 0.000_001) as f32
+            }
+        });
+    f64::from(scale) * 1_000_000.0
 }
 
 /// INAV's version numbers from `INAV x.y.z ...`.
@@ -570,7 +840,7 @@ fn semver_at_least(version: &str, target: (i64, i64, i64)) -> bool {
 }
 
 impl Layout {
-    fn new(header: &Header, carry: &mut Carry) -> Layout {
+    fn new(header: &Header, carry: &mut Carry, options: &Options) -> Layout {
         let flavour = Flavour::of(header.firmware);
         let names = |kind| header.def(kind).map_or_else(Vec::new, |d| d.names.clone());
         let main_names = names(FrameKind::I);
@@ -596,20 +866,52 @@ impl Layout {
         };
         let baro = last_index(&main_names, &["BaroAlt"]);
         let time = last_index(&main_names, &["time"]);
+        let gyro = axis_indices(&main_names, &["gyroData[", "gyroADC["]);
+        let acc = axis_indices(&main_names, &["accSmooth["]);
+        let units = &options.units;
         let main = (0..main_names.len())
             .map(|i| {
-                if Some(i) == time {
-                    MainColumn::Time
-                } else if Some(i) == vbat {
-                    MainColumn::Vbat
-                } else if Some(i) == amperage {
-                    MainColumn::Amperage
-                } else if Some(i) == baro {
-                    MainColumn::BaroAlt
-                } else if main_signed.get(i).copied().unwrap_or(false) {
+                let raw = if main_signed.get(i).copied().unwrap_or(false) {
                     MainColumn::Signed
                 } else {
                     MainColumn::Unsigned
+                };
+                if Some(i) == time {
+                    MainColumn::Time(units.frame_time)
+                } else if Some(i) == vbat {
+                    match units.vbat {
+                        VbatUnit::Volts => MainColumn::Vbat,
+                        VbatUnit::Millivolts => MainColumn::VbatMillivolts,
+                        VbatUnit::Raw => raw,
+                    }
+                } else if Some(i) == amperage {
+                    match units.amperage {
+                        AmperageUnit::Amps => MainColumn::Amperage,
+                        AmperageUnit::Milliamps => MainColumn::AmperageMilliamps,
+                        AmperageUnit::Raw => raw,
+                    }
+                } else if Some(i) == baro {
+                    match units.height {
+                        HeightUnit::Centimetres => MainColumn::BaroAlt,
+                        HeightUnit::Metres => MainColumn::BaroAltMetres,
+                        HeightUnit::Feet => MainColumn::BaroAltFeet,
+                    }
+                } else if gyro.contains(&Some(i)) {
+                    match units.rotation {
+                        RotationUnit::Raw => raw,
+                        RotationUnit::DegreesPerSecond => MainColumn::DegreesPerSecond,
+                        RotationUnit::RadiansPerSecond => MainColumn::RadiansPerSecond,
+                    }
+                } else if acc.contains(&Some(i)) {
+                    match units.acceleration {
+                        AccelerationUnit::Raw => raw,
+                        AccelerationUnit::Gs => MainColumn::Gs,
+                        AccelerationUnit::MetresPerSecondSquared => {
+                            MainColumn::MetresPerSecondSquared
+                        }
+                    }
+                } else {
+                    raw
                 }
             })
             .collect();
@@ -676,6 +978,7 @@ impl Layout {
                 _ => String::new(),
             };
         }
+        let merges_gps = options.merge_gps && !gps_names.is_empty();
         let major_version = if carry.fc_version.is_empty() {
             -1
         } else {
@@ -684,6 +987,7 @@ impl Layout {
         Layout {
             flavour,
             main,
+            time,
             amperage,
             separator: if inav { b"," } else { b", " },
             slow_modes_high: last_index(&slow_names, &["flightModeFlags2"]).filter(|_| inav),
@@ -708,6 +1012,11 @@ impl Layout {
             inav_modes,
             inav_states: cleanflight_type,
             altitude_factor: if major_version < 4 { 0.01 } else { 0.1 },
+            gyro_scale: gyro_radians_per_second(header),
+            acc_1g: header
+                .get("acc_1G")
+                .map_or(1, |v| leading_int(v) as i32 as u16),
+            merges_gps,
         }
     }
 
@@ -720,6 +1029,63 @@ impl Layout {
             return 0;
         }
         (millivolts * 10_000 / scale) as i32
+    }
+
+    /// INAV's tool: the battery voltage a main frame's vbat field stands for, in millivolts.
+    fn inav_millivolts(&self, value: i64) -> i64 {
+        match self.inav_battery {
+            InavBattery::Centi => i64::from(value as u16) * 10,
+            InavBattery::Adc => {
+                let mv = i64::from(value as u16) * 33 * 10 * self.vbat_scale / 0xFFF;
+                i64::from(mv as u32)
+            }
+        }
+    }
+
+    /// An accelerometer reading in g, as the tools compute it.
+    fn gs(&self, value: i64) -> f64 {
+        f64::from(value as i32) / f64::from(self.acc_1g)
+    }
+
+    /// The fields of a GPS frame but its time, each after a separator, as the tools write them
+    /// (speed in `speed`), and INAV's home position (`0.0000000` without one).
+    fn write_gps_fields(
+        &self,
+        out: &mut Vec<u8>,
+        values: &[i64],
+        speed: GpsSpeedUnit,
+        home: Option<(i64, i64)>,
+    ) {
+        for (i, (&column, &v)) in self.gps.iter().zip(values).enumerate() {
+            if Some(i) == self.gps_time {
+                continue;
+            }
+            out.extend_from_slice(self.separator);
+            match column {
+                GpsColumn::Integer => write_int(out, v),
+                GpsColumn::Coordinate => write_coordinate(out, v),
+                GpsColumn::Course => write_fixed(out, v, 10, 1),
+                GpsColumn::Speed => {
+                    let metres = v as f64 / 100.0;
+                    let converted = match speed {
+                        GpsSpeedUnit::MetresPerSecond => {
+                            write_fixed(out, v, 100, 2);
+                            continue;
+                        }
+                        GpsSpeedUnit::KilometresPerHour => metres * 60.0 * 60.0 / 1000.0,
+                        GpsSpeedUnit::MilesPerHour => metres * 0.00062137 * 60.0 * 60.0,
+                    };
+                    append(out, FLOAT_ROOM, |buf, at| put_float(buf, at, converted));
+                }
+            }
+        }
+        if self.flavour == Flavour::Inav {
+            let (lat, lon) = home.unwrap_or((0, 0));
+            out.push(b',');
+            write_coordinate(out, lat);
+            out.push(b',');
+            write_coordinate(out, lon);
+        }
     }
 
     /// The current a main frame's amperage field stands for, in milliamps.
@@ -797,6 +1163,81 @@ fn put_decimal(buf: &mut [u8], mut at: usize, value: i64, decimals: u32) -> usiz
     )
 }
 
+/// Bytes [`put_float`] may write from its position: `%.2f` of the largest `f64`.
+const FLOAT_ROOM: usize = 320;
+
+/// Bytes [`put_date_time`] may write from its position.
+const UTC_ROOM: usize = 48;
+
+/// The tools' feet in a metre.
+const FEET_PER_METRE: f64 = 3.28084;
+
+/// The tools' standard gravity in m/s².
+const STANDARD_GRAVITY: f64 = 9.80665;
+
+/// Write a time in microseconds in `unit` into `buf` at `at` as the tools do (`%` PRId64, `%.3f`
+/// of ms, `%.6f` of s: below 2⁴⁸ µs, nine years, the quotient's decimals are all there are);
+/// returns the end. `buf` must hold [`DECIMAL_ROOM`] bytes from `at`.
+fn put_time(buf: &mut [u8], at: usize, micros: i64, unit: FrameTimeUnit) -> usize {
+    match unit {
+        FrameTimeUnit::Microseconds => put_int(buf, at, micros, 0),
+        FrameTimeUnit::Milliseconds => put_decimal(buf, at, micros, 3),
+        FrameTimeUnit::Seconds => put_decimal(buf, at, micros, 6),
+    }
+}
+
+/// Write `value` as C's `%.2f` writes it (the binary value rounded, half to even on an exact
+/// tie; `inf`, `nan` and `-nan` as glibc spells them) into `buf` at `at`; returns the end. `buf`
+/// must hold [`FLOAT_ROOM`] bytes from `at`.
+fn put_float(buf: &mut [u8], at: usize, value: f64) -> usize {
+    let text: &[u8] = match value {
+        v if v.is_nan() && v.is_sign_negative() => b"-nan",
+        v if v.is_nan() => b"nan",
+        f64::INFINITY => b"inf",
+        f64::NEG_INFINITY => b"-inf",
+        _ => {
+            let mut cursor = std::io::Cursor::new(&mut buf[at..]);
+            let _ = write!(cursor, "{value:.2}");
+            return at + cursor.position() as usize;
+        }
+    };
+    buf[at..at + text.len()].copy_from_slice(text);
+    at + text.len()
+}
+
+/// Whole seconds and the microseconds left (both toward zero, as C divides) of `micros`.
+fn split_micros(micros: i64) -> (i64, i32) {
+    (micros / 1_000_000, (micros % 1_000_000) as i32)
+}
+
+/// Write `micros` since 1970 as INAV's tool writes a UTC time (`%FT%T` of the whole seconds,
+/// then `.%06dZ` of the microseconds left) into `buf` at `at`; returns the end. `buf` must hold
+/// [`UTC_ROOM`] bytes from `at`.
+fn put_utc(buf: &mut [u8], at: usize, micros: i64) -> usize {
+    let (seconds, micros) = split_micros(micros);
+    put_date_time(buf, at, seconds, micros)
+}
+
+/// Write `YYYY-MM-DDTHH:MM:SS.uuuuuuZ` of `seconds` since 1970 and `micros` into `buf` at `at`;
+/// returns the end. `buf` must hold [`UTC_ROOM`] bytes from `at`.
+fn put_date_time(buf: &mut [u8], at: usize, seconds: i64, micros: i32) -> usize {
+    let (year, month, day) = civil_from_days(seconds.div_euclid(86_400));
+    let seconds = seconds.rem_euclid(86_400);
+    let mut cursor = std::io::Cursor::new(&mut buf[at..]);
+    let _ = write!(
+        cursor,
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z",
+        year as u32,
+        month as u32,
+        day as u32,
+        seconds / 3600,
+        seconds / 60 % 60,
+        seconds % 60,
+        micros
+    );
+    at + cursor.position() as usize
+}
+
 /// Write a fixed-point value `value / scale` as `int.frac` the way the tools do for GPS speed and
 /// course: the integer part by truncating division (so a small negative value loses its sign),
 /// the fraction from the absolute value.
@@ -861,6 +1302,7 @@ fn write_general(out: &mut Vec<u8>, value: f64) {
 /// The session being written and what carries over to the next one.
 #[derive(Debug, Clone, Default)]
 pub struct ReferenceCsv {
+    options: Options,
     carry: Carry,
     layout: Option<Layout>,
     /// The previous main frame's time in this session (−1 before the first).
@@ -876,14 +1318,30 @@ pub struct ReferenceCsv {
     /// INAV's tool: the home position of the session's last H frame (`GPS_home[0]`, `GPS_home[1]`).
     home: Option<(i64, i64)>,
     /// INAV's tool: the log start less the session's first time written in a CSV file, from which
-    /// GPX times count.
+    /// GPX times (and `--datetime`) count.
     gps_start: Option<i64>,
+    /// `--merge-gps`: the last main frame's values, whether its row is still to be written (the
+    /// tools wait for a GPS frame of the same time), the time that row gets, and the last GPS
+    /// frame's values (zeros before one).
+    merged_main: Vec<i64>,
+    merged_pending: bool,
+    merged_time: i64,
+    merged_gps: Vec<i64>,
 }
 
 impl ReferenceCsv {
-    /// A writer for the sessions of one file, in file order.
+    /// A writer for the sessions of one file, in file order, as the C decoder writes them without
+    /// options.
     pub fn new() -> ReferenceCsv {
         ReferenceCsv::default()
+    }
+
+    /// The same, as the C decoder writes them with `options`.
+    pub fn with_options(options: Options) -> ReferenceCsv {
+        ReferenceCsv {
+            options,
+            ..ReferenceCsv::default()
+        }
     }
 
     /// Start `session` of `file`. Returns whether the C decoder writes a CSV header line for it:
@@ -893,7 +1351,7 @@ impl ReferenceCsv {
         let (header, bounds) = (&session.header, &session.bounds);
         let data_start = (header.data_start as usize).clamp(bounds.start, bounds.end);
         let data = &file[data_start..bounds.end];
-        let layout = Layout::new(header, &mut self.carry);
+        let layout = Layout::new(header, &mut self.carry, &self.options);
         // INAV's tool starts each session's current meter from nothing; Betaflight's carries on.
         if layout.flavour == Flavour::Inav {
             self.carry.meter = CurrentMeter::default();
@@ -902,8 +1360,13 @@ impl ReferenceCsv {
         self.gps_start = None;
         self.slow = vec![0; layout.slow_names.len()];
         self.slow_text_stale = true;
-        // The main columns and energyCumulative.
-        self.cells = vec![0; (layout.main.len() + 1) * (2 + DECIMAL_ROOM)];
+        // The main columns, dateTime and energyCumulative, each after a separator.
+        let room: usize = layout.main.iter().map(|c| 2 + c.room()).sum();
+        self.cells = vec![0; room + 2 + UTC_ROOM + 2 + DECIMAL_ROOM];
+        self.merged_main = vec![0; layout.main.len()];
+        self.merged_gps = vec![0; layout.gps.len()];
+        self.merged_pending = false;
+        self.merged_time = -1;
         self.last_frame_time = -1;
         self.rollover = 0;
         let has_main = !layout.main_names.is_empty();
@@ -911,8 +1374,21 @@ impl ReferenceCsv {
         has_main && data.iter().any(|&b| FrameKind::from_byte(b).is_some())
     }
 
+    /// Write what the session still holds back (`--merge-gps`: the last main row) into `rows`.
+    pub fn finish_session(&mut self, rows: &mut Vec<u8>) {
+        if self.merged_pending {
+            self.write_merged_row(rows);
+        }
+    }
+
     fn layout(&self) -> Option<&Layout> {
         self.layout.as_ref()
+    }
+
+    /// Whether the session's GPS frames go into the main rows (`--merge-gps` and a GPS frame
+    /// definition), not into a GPS CSV.
+    pub fn merges_gps(&self) -> bool {
+        self.layout().is_some_and(|l| l.merges_gps)
     }
 
     /// Whether `index` of the slow fields is printed as flags, and as which.
@@ -934,6 +1410,10 @@ impl ReferenceCsv {
             if let Some(unit) = column.unit() {
                 let _ = write!(out, " ({unit})");
             }
+            if self.options.datetime && name == "time" {
+                out.extend_from_slice(sep);
+                out.extend_from_slice(b"dateTime");
+            }
         }
         if layout.amperage.is_some() {
             out.extend_from_slice(sep);
@@ -945,15 +1425,22 @@ impl ReferenceCsv {
             }
             out.extend_from_slice(sep);
             out.extend_from_slice(name.as_bytes());
-            if self.slow_flag(i).is_some() {
+            if self.options.units.flags == FlagsUnit::Flags && self.slow_flag(i).is_some() {
                 out.extend_from_slice(b" (flags)");
             }
+        }
+        if layout.merges_gps {
+            self.write_gps_names(out);
         }
         out.push(b'\n');
     }
 
-    /// Keep the values of an accepted S frame for the main rows that follow.
-    pub fn slow_frame(&mut self, frame: &Frame<'_>) {
+    /// Keep the values of an accepted S frame for the main rows that follow (`--merge-gps`: after
+    /// writing the row held back into `rows`).
+    pub fn slow_frame(&mut self, rows: &mut Vec<u8>, frame: &Frame<'_>) {
+        if self.merged_pending {
+            self.write_merged_row(rows);
+        }
         let n = self.slow.len().min(frame.values.len());
         self.slow[..n].copy_from_slice(&frame.values[..n]);
         self.slow_text_stale = true;
@@ -971,35 +1458,90 @@ impl ReferenceCsv {
         }
     }
 
-    /// One CSV row (with its line feed) for an accepted I or P frame.
+    /// One CSV row (with its line feed) for an accepted I or P frame. With `--merge-gps` the row
+    /// waits for the frames after it, and this writes the one held back, if any.
     pub fn write_main_row(&mut self, out: &mut Vec<u8>, frame: &Frame<'_>) {
         let Some(layout) = self.layout.as_ref() else {
             return;
         };
+        let milliamps = layout
+            .amperage
+            .and_then(|i| frame.values.get(i))
+            .map(|&v| layout.milliamps(v));
+        let (flavour, merges_gps) = (layout.flavour, layout.merges_gps);
         let time = frame.time.map(|(_, t)| t);
-        if let Some(i) = layout.amperage
-            && let Some(&v) = frame.values.get(i)
-        {
-            let milliamps = layout.milliamps(v);
-            self.carry
-                .meter
-                .update(milliamps, self.last_frame_time as u64, layout.flavour);
+        if merges_gps {
+            if self.merged_pending {
+                self.write_merged_row(out);
+            }
+            // The merging path of the tools updates the current meter after the frame's time.
+            if let Some(t) = time {
+                self.last_frame_time = t as i64;
+                self.note_time(t);
+            }
+            if let Some(milliamps) = milliamps {
+                let last = self.last_frame_time as u64;
+                self.carry.meter.update(milliamps, last, flavour);
+            }
+            let n = self.merged_main.len().min(frame.values.len());
+            self.merged_main[..n].copy_from_slice(&frame.values[..n]);
+            self.merged_time = self.last_frame_time;
+            self.merged_pending = true;
+            return;
+        }
+        if let Some(milliamps) = milliamps {
+            let last = self.last_frame_time as u64;
+            self.carry.meter.update(milliamps, last, flavour);
         }
         if let Some(t) = time {
             self.last_frame_time = t as i64;
             self.note_time(t);
-            self.note_time_written(t as i64);
+        }
+        let time = match (time, self.layout().and_then(|l| l.time)) {
+            (Some(t), _) => t as i64,
+            (None, Some(i)) => frame.values.get(i).copied().unwrap_or(-1),
+            (None, None) => -1,
+        };
+        self.write_main_fields(out, frame.values, time);
+        out.push(b'\n');
+    }
+
+    /// `--merge-gps`: the main row held back, with the last GPS frame's fields (and line feed).
+    fn write_merged_row(&mut self, out: &mut Vec<u8>) {
+        self.merged_pending = false;
+        let values = std::mem::take(&mut self.merged_main);
+        self.write_main_fields(out, &values, self.merged_time);
+        self.merged_main = values;
+        let Some(layout) = self.layout() else {
+            return;
+        };
+        layout.write_gps_fields(
+            out,
+            &self.merged_gps,
+            self.options.units.gps_speed,
+            self.home,
+        );
+        out.push(b'\n');
+    }
+
+    /// The main columns, energyCumulative and the slow fields of a row, the time column holding
+    /// `time` (`X` for −1, as the tools write an unknown time).
+    fn write_main_fields(&mut self, out: &mut Vec<u8>, values: &[i64], time: i64) {
+        if time != -1 && self.layout().is_some_and(|l| l.time.is_some()) {
+            self.note_time_written(time);
         }
         let Some(layout) = self.layout.as_ref() else {
             return;
         };
+        let utc = (self.options.datetime && time != -1)
+            .then(|| self.gps_start.unwrap_or(-1).wrapping_add(time));
         // Each column is written with the separator before it into `cells`, which has room for
         // the widest value of every column and energyCumulative; the first separator is left out
         // of the row.
         let sep = layout.separator;
         let cells = self.cells.as_mut_slice();
         let mut at = 0;
-        for (&column, &v) in layout.main.iter().zip(frame.values) {
+        for (&column, &v) in layout.main.iter().zip(values) {
             cells[at..at + sep.len()].copy_from_slice(sep);
             at += sep.len();
             at = match column {
@@ -1009,32 +1551,78 @@ impl ReferenceCsv {
                 }
                 MainColumn::Signed => put_int(cells, at, i64::from(v as i32), 3),
                 MainColumn::Unsigned => put_int(cells, at, i64::from(v as u32), 3),
-                MainColumn::Time => put_int(cells, at, time.map_or(v, |t| t as i64), 0),
+                MainColumn::Time(_) if time == -1 => {
+                    cells[at] = b'X';
+                    at + 1
+                }
+                MainColumn::Time(unit) => {
+                    let end = put_time(cells, at, time, unit);
+                    match utc {
+                        Some(utc) => {
+                            cells[end..end + sep.len()].copy_from_slice(sep);
+                            put_utc(cells, end + sep.len(), utc)
+                        }
+                        None => end,
+                    }
+                }
                 MainColumn::BaroAlt => put_int(cells, at, v, 0),
-                MainColumn::Vbat => match layout.flavour {
-                    Flavour::Betaflight if layout.vbat_centivolts => put_decimal(cells, at, v, 2),
-                    Flavour::Betaflight => put_decimal(cells, at, v, 1),
-                    Flavour::Inav => {
-                        let millivolts = match layout.inav_battery {
-                            InavBattery::Centi => i64::from(v as u16) * 10,
-                            InavBattery::Adc => {
-                                let mv = i64::from(v as u16) * 33 * 10 * layout.vbat_scale / 0xFFF;
-                                i64::from(mv as u32)
+                MainColumn::BaroAltMetres => put_decimal(cells, at, v, 2),
+                MainColumn::BaroAltFeet => put_float(cells, at, v as f64 / 100.0 * FEET_PER_METRE),
+                MainColumn::DegreesPerSecond => {
+                    let rate = layout.gyro_scale * f64::from(v as i32);
+                    put_float(cells, at, rate * (180.0 / std::f64::consts::PI))
+                }
+                MainColumn::RadiansPerSecond => {
+                    put_float(cells, at, layout.gyro_scale * f64::from(v as i32))
+                }
+                MainColumn::Gs => put_float(cells, at, layout.gs(v)),
+                MainColumn::MetresPerSecondSquared => {
+                    put_float(cells, at, layout.gs(v) * STANDARD_GRAVITY)
+                }
+                MainColumn::Vbat | MainColumn::VbatMillivolts => {
+                    let millivolts = column == MainColumn::VbatMillivolts;
+                    match layout.flavour {
+                        Flavour::Betaflight if millivolts => {
+                            // Hundredths of a volt from 4.3.0 on, tenths before.
+                            let factor = if layout.vbat_centivolts { 10 } else { 100 };
+                            let mv = (v as i32).wrapping_mul(factor) as u32;
+                            put_int(cells, at, mv.into(), 3)
+                        }
+                        Flavour::Betaflight if layout.vbat_centivolts => {
+                            put_decimal(cells, at, v, 2)
+                        }
+                        Flavour::Betaflight => put_decimal(cells, at, v, 1),
+                        Flavour::Inav => {
+                            let mv = layout.inav_millivolts(v);
+                            if millivolts {
+                                put_int(cells, at, mv, 0)
+                            } else {
+                                put_decimal(cells, at, mv, 3)
                             }
-                        };
-                        put_decimal(cells, at, millivolts, 3)
+                        }
                     }
-                },
-                MainColumn::Amperage => match layout.flavour {
-                    Flavour::Betaflight => put_decimal(cells, at, v, 2),
-                    Flavour::Inav => {
-                        let milliamps = match layout.inav_battery {
-                            InavBattery::Centi => i64::from(v as u16) * 10,
-                            InavBattery::Adc => i64::from(layout.adc_milliamps(v as u16)),
-                        };
-                        put_decimal(cells, at, milliamps, 3)
+                }
+                MainColumn::Amperage | MainColumn::AmperageMilliamps => {
+                    let milliamps = column == MainColumn::AmperageMilliamps;
+                    match layout.flavour {
+                        Flavour::Betaflight if milliamps => {
+                            let ma = (v as i32).wrapping_mul(10) as u32;
+                            put_int(cells, at, ma.into(), 3)
+                        }
+                        Flavour::Betaflight => put_decimal(cells, at, v, 2),
+                        Flavour::Inav => {
+                            let ma = match layout.inav_battery {
+                                InavBattery::Centi => i64::from(v as u16) * 10,
+                                InavBattery::Adc => i64::from(layout.adc_milliamps(v as u16)),
+                            };
+                            if milliamps {
+                                put_int(cells, at, ma, 0)
+                            } else {
+                                put_decimal(cells, at, ma, 3)
+                            }
+                        }
                     }
-                },
+                }
             };
         }
         if layout.amperage.is_some() {
@@ -1048,7 +1636,6 @@ impl ReferenceCsv {
             }
             out.extend_from_slice(&self.slow_text);
         }
-        out.push(b'\n');
     }
 
     /// Format the slow fields in force, each after a separator, into `slow_text`: main rows
@@ -1060,6 +1647,7 @@ impl ReferenceCsv {
         let Some(layout) = self.layout.as_ref() else {
             return;
         };
+        let names = self.options.units.flags == FlagsUnit::Flags;
         let high_modes = layout.slow_modes_high.and_then(|i| self.slow.get(i));
         for (i, &v) in self.slow.iter().enumerate() {
             if Some(i) == layout.slow_modes_high {
@@ -1072,7 +1660,7 @@ impl ReferenceCsv {
                 (Some(0), Some(&high)) => v | high << 32,
                 _ => v,
             };
-            match (layout.flavour, flag) {
+            match (layout.flavour, flag.filter(|_| names)) {
                 (Flavour::Betaflight, Some(0)) => {
                     write_flags(out, u64::from(v as u32), &BF_FLIGHT_MODES)
                 }
@@ -1119,38 +1707,54 @@ impl ReferenceCsv {
         }
     }
 
-    /// The GPS CSV header line (with its line feed). INAV's tool adds the home position.
-    pub fn write_gps_header(&self, out: &mut Vec<u8>) {
+    /// The GPS field names after a separator each (all but `time`), the speed with its unit, and
+    /// INAV's home position.
+    fn write_gps_names(&self, out: &mut Vec<u8>) {
         let Some(layout) = self.layout() else {
             return;
         };
-        let sep = layout.separator;
-        out.extend_from_slice(b"time (us)");
         for (i, name) in layout.gps_names.iter().enumerate() {
             if name == "time" {
                 continue;
             }
-            out.extend_from_slice(sep);
+            out.extend_from_slice(layout.separator);
             out.extend_from_slice(name.as_bytes());
             if Some(i) == layout.gps_speed {
-                out.extend_from_slice(b" (m/s)");
+                let _ = write!(out, " ({})", self.options.units.gps_speed.name());
             }
         }
         if layout.flavour == Flavour::Inav {
             out.extend_from_slice(b",GPS_home_lat,GPS_home_lon");
         }
+    }
+
+    /// The GPS CSV header line (with its line feed). INAV's tool adds the home position.
+    pub fn write_gps_header(&self, out: &mut Vec<u8>) {
+        if self.layout.is_none() {
+            return;
+        }
+        let _ = write!(out, "time ({})", self.options.units.frame_time.name());
+        if self.options.datetime {
+            out.extend_from_slice(b", dateTime");
+        }
+        self.write_gps_names(out);
         out.push(b'\n');
     }
 
     /// The time the tools give a GPS frame: its own time field, or else the last main frame's.
     fn gps_time(&mut self, frame: &Frame<'_>) -> i64 {
+        self.own_gps_time(frame).unwrap_or(self.last_frame_time)
+    }
+
+    /// A GPS frame's own time field (noting its clock wrap).
+    fn own_gps_time(&mut self, frame: &Frame<'_>) -> Option<i64> {
         match (self.layout().and_then(|l| l.gps_time), frame.time) {
             (Some(_), Some((_, t))) => {
                 self.note_time(t);
-                t as i64
+                Some(t as i64)
             }
-            (Some(i), None) => frame.values.get(i).copied().unwrap_or(-1),
-            (None, _) => self.last_frame_time,
+            (Some(i), None) => Some(frame.values.get(i).copied().unwrap_or(-1)),
+            (None, _) => None,
         }
     }
 
@@ -1161,28 +1765,41 @@ impl ReferenceCsv {
         let Some(layout) = self.layout() else {
             return;
         };
-        write_int(out, time);
-        for (i, (&column, &v)) in layout.gps.iter().zip(frame.values).enumerate() {
-            if Some(i) == layout.gps_time {
-                continue;
-            }
+        append(out, DECIMAL_ROOM, |buf, at| {
+            put_time(buf, at, time, self.options.units.frame_time)
+        });
+        if self.options.datetime {
             out.extend_from_slice(layout.separator);
-            match column {
-                GpsColumn::Integer => write_int(out, v),
-                GpsColumn::Coordinate => write_coordinate(out, v),
-                GpsColumn::Course => write_fixed(out, v, 10, 1),
-                GpsColumn::Speed => write_fixed(out, v, 100, 2),
-            }
+            let utc = self.gps_start.unwrap_or(-1).wrapping_add(time);
+            append(out, UTC_ROOM, |buf, at| put_utc(buf, at, utc));
         }
-        if layout.flavour == Flavour::Inav {
-            // 0.0000000 for both until the session's first home frame.
-            let (lat, lon) = self.home.unwrap_or((0, 0));
-            out.push(b',');
-            write_coordinate(out, lat);
-            out.push(b',');
-            write_coordinate(out, lon);
-        }
+        layout.write_gps_fields(out, frame.values, self.options.units.gps_speed, self.home);
         out.push(b'\n');
+    }
+
+    /// `--merge-gps`: take an accepted G frame's fields for the main rows. A frame of a later
+    /// time than the last main frame first writes that frame's row if still held back;
+    /// Betaflight's tool then writes the last main frame again with the GPS frame's time and
+    /// fields, INAV's leaves the fields for the next row.
+    pub fn merge_gps_frame(&mut self, rows: &mut Vec<u8>, frame: &Frame<'_>) {
+        let time = match self.own_gps_time(frame) {
+            Some(t) if t != self.last_frame_time => {
+                if self.merged_pending {
+                    self.write_merged_row(rows);
+                }
+                t
+            }
+            _ => self.last_frame_time,
+        };
+        let n = self.merged_gps.len().min(frame.values.len());
+        self.merged_gps[..n].copy_from_slice(&frame.values[..n]);
+        self.merged_time = time;
+        if self
+            .layout()
+            .is_some_and(|l| l.flavour == Flavour::Betaflight)
+        {
+            self.write_merged_row(rows);
+        }
     }
 
     /// The GPX track point (with its line feed) for an accepted G frame, when the frame has a
@@ -1226,24 +1843,13 @@ impl ReferenceCsv {
                 ),
                 // INAV's tool: the log start plus the time since the session's first time
                 // written (C's division and remainder, toward zero).
-                Flavour::Inav => {
-                    let since = self.gps_start.unwrap_or(-1).wrapping_add(time);
-                    (since / 1_000_000, (since % 1_000_000) as i32)
-                }
+                Flavour::Inav => split_micros(self.gps_start.unwrap_or(-1).wrapping_add(time)),
             };
-            let (year, month, day) = civil_from_days(at.div_euclid(86_400));
-            let seconds = at.rem_euclid(86_400);
-            let _ = write!(
-                out,
-                "<time>{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z</time>",
-                year as u32,
-                month as u32,
-                day as u32,
-                seconds / 3600,
-                seconds / 60 % 60,
-                seconds % 60,
-                micros
-            );
+            out.extend_from_slice(b"<time>");
+            append(out, UTC_ROOM, |buf, end| {
+                put_date_time(buf, end, at, micros)
+            });
+            out.extend_from_slice(b"</time>");
         }
         out.extend_from_slice(b"</trkpt>\n");
         true
@@ -1437,6 +2043,102 @@ mod tests {
             write_general(&mut out, v);
             assert_eq!(String::from_utf8(out).unwrap(), want, "{v}");
         }
+    }
+
+    #[test]
+    fn floats_print_as_c_prints_them() {
+        let text = |v: f64| {
+            let mut out = Vec::new();
+            append(&mut out, FLOAT_ROOM, |buf, at| put_float(buf, at, v));
+            String::from_utf8(out).unwrap()
+        };
+        // Exact ties round to even; the sign of a value rounding to zero stays.
+        for (v, want) in [
+            (0.125, "0.12"),
+            (0.375, "0.38"),
+            (2.675, "2.67"),
+            (-0.001, "-0.00"),
+            (-0.0, "-0.00"),
+            (1234.5678, "1234.57"),
+            (f64::INFINITY, "inf"),
+            (f64::NEG_INFINITY, "-inf"),
+            (f64::NAN, "nan"),
+            (-f64::NAN, "-nan"),
+        ] {
+            assert_eq!(text(v), want, "{v}");
+        }
+        assert_eq!(text(-f64::MAX).len(), 313);
+        assert!(text(-f64::MAX).len() <= FLOAT_ROOM);
+    }
+
+    #[test]
+    fn times_in_units_are_the_tools_quotients() {
+        let text = |t: i64, unit| {
+            let mut out = Vec::new();
+            append(&mut out, DECIMAL_ROOM, |buf, at| put_time(buf, at, t, unit));
+            String::from_utf8(out).unwrap()
+        };
+        for t in (-2000..2000)
+            .chain((0..28).map(|k| 999_983i64 << k))
+            .chain([i64::from(u32::MAX), (1 << 48) - 1])
+        {
+            assert_eq!(text(t, FrameTimeUnit::Microseconds), t.to_string());
+            assert_eq!(
+                text(t, FrameTimeUnit::Milliseconds),
+                format!("{:.3}", t as f64 / 1000.0)
+            );
+            assert_eq!(
+                text(t, FrameTimeUnit::Seconds),
+                format!("{:.6}", t as f64 / 1_000_000.0)
+            );
+        }
+    }
+
+    #[test]
+    fn gyro_scale_is_read_as_the_tools_read_it() {
+        assert_eq!(hex_bits("0x3f800000"), 0x3f80_0000);
+        assert_eq!(hex_bits(" 3D79C190"), 0x3d79_c190);
+        assert_eq!(hex_bits("0x"), 0);
+        assert_eq!(hex_bits("-1"), u32::MAX);
+        assert_eq!(hex_bits("0x1234567890abcdef0"), u32::MAX);
+        let scale = |lines: &[(&str, &str)]| {
+            let mut header = Header::parse(b"", 0, 0);
+            header.lines = lines
+                .iter()
+                .map(|&(name, value)| crate::blackbox::header::HeaderLine {
+                    offset: 0,
+                    end: 0,
+                    name: name.into(),
+                    value: value.into(),
+                })
+                .collect();
+            gyro_radians_per_second(&header)
+        };
+        // Degrees per second per unit, kept as a float of radians per microsecond.
+        let one_degree = f64::from((std::f64::consts::PI / 180.0 * 1e-6) as f32) * 1e6;
+        for firmware in ["Cleanflight", "Betaflight", "Rotorflight"] {
+            let lines = [("Firmware type", firmware), ("gyro_scale", "0x3f800000")];
+            assert_eq!(scale(&lines), one_degree, "{firmware}");
+        }
+        let baseflight = [
+            ("Firmware type", "Baseflight"),
+            ("gyro.scale", "0x3f800000"),
+        ];
+        assert_eq!(scale(&baseflight), 1e6);
+        assert_eq!(scale(&[]), 1e6);
+    }
+
+    #[test]
+    fn utc_times_are_written_as_inav_writes_them() {
+        let text = |micros: i64| {
+            let mut out = Vec::new();
+            append(&mut out, UTC_ROOM, |buf, at| put_utc(buf, at, micros));
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(text(1_771_686_160_980_999), "2026-02-21T15:02:40.980999Z");
+        assert_eq!(text(0), "1970-01-01T00:00:00.000000Z");
+        // C's division: the microseconds of a time before 1970 keep their sign.
+        assert_eq!(text(-1), "1970-01-01T00:00:00.-00001Z");
     }
 
     #[test]
