@@ -63,8 +63,8 @@ pub struct Args {
     #[arg(long, conflicts_with = "jsonl")]
     combined: bool,
     /// Blackbox: export only this session (1-based), as `blackbox_decode --index N` does (its
-    /// CSV's current meter starts from nothing).
-    #[arg(long, value_name = "N")]
+    /// CSV's current meter starts from nothing); `--index N` is the same.
+    #[arg(long, value_name = "N", alias = "index")]
     session: Option<usize>,
     /// Blackbox CSV: unit of the current (amperageLatest; INAV: amperage), as blackbox_decode's
     /// option of that name [default: A]; energyCumulative stays in mAh.

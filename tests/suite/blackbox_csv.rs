@@ -754,6 +754,9 @@ fn one_session_is_exported_as_the_decoder_exports_one_log() {
     let whole = bbcheck(&["export", file, "--jsonl"]).stdout;
     let second = bbcheck(&["export", file, "--jsonl", "--session", "2"]);
     assert_eq!(second.status.code(), Some(0));
+    // blackbox_decode's name for it.
+    let index = bbcheck(&["export", file, "--jsonl", "--index", "2"]);
+    assert_eq!(index.stdout, second.stdout);
     let of_second: Vec<&[u8]> = whole
         .split(|&b| b == b'\n')
         .filter(|l| l.windows(12).any(|w| w == b"\"session\":2,"))
