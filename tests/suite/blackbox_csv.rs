@@ -608,6 +608,19 @@ fn table(text: &str) -> (String, Vec<Vec<String>>) {
     (heading, rows)
 }
 
+/// Unpack a reference archive (or one file of it) into `dir`.
+fn unpack(archive: &Path, dir: &Path, member: Option<&str>) {
+    let unpacked = std::process::Command::new("tar")
+        .arg("-xJf")
+        .arg(archive)
+        .arg("-C")
+        .arg(dir)
+        .args(member)
+        .status()
+        .unwrap();
+    assert!(unpacked.success(), "{}: tar -xJf", archive.display());
+}
+
 #[test]
 fn export_writes_the_files_blackbox_decode_writes_today() {
     // Betaflight's reference decoder does not know the flight-mode and disarm events (types 30
@@ -634,14 +647,7 @@ fn export_writes_the_files_blackbox_decode_writes_today() {
             continue;
         }
         let dir = TempDir::new("reference-csv");
-        let unpacked = std::process::Command::new("tar")
-            .arg("-xJf")
-            .arg(&archive)
-            .arg("-C")
-            .arg(&*dir)
-            .status()
-            .unwrap();
-        assert!(unpacked.success(), "{name}: tar -xJf");
+        unpack(&archive, &dir, None);
         let reference = dir.join(name);
         let ours = dir.join("ours");
         std::fs::create_dir_all(&ours).unwrap();
@@ -891,15 +897,11 @@ fn stats_are_blackbox_decodes_counted_from_the_frames_read() {
             continue;
         }
         let dir = TempDir::new("reference-stats");
-        let unpacked = std::process::Command::new("tar")
-            .arg("-xJf")
-            .arg(&archive)
-            .arg("-C")
-            .arg(&*dir)
-            .arg(format!("{name}/blackbox_decode.stderr"))
-            .status()
-            .unwrap();
-        assert!(unpacked.success(), "{name}: tar -xJf");
+        unpack(
+            &archive,
+            &dir,
+            Some(&format!("{name}/blackbox_decode.stderr")),
+        );
         let theirs =
             std::fs::read_to_string(dir.join(name).join("blackbox_decode.stderr")).unwrap();
         let path = corpus.join("real/blackbox").join(name);
