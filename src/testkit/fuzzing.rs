@@ -293,8 +293,9 @@ fn check_periodic(
 }
 
 /// Export any bytes as a Blackbox log: every JSON Lines record is one line of JSON, one per
-/// session and per accepted frame and event; every row of the main and GPS CSV tables has as many
-/// fields as the table's header line.
+/// session and per accepted frame and event; every row of the main and GPS CSV tables, written
+/// with the blackbox_decode options the input's last bytes choose, has as many fields as the
+/// table's header line.
 pub fn blackbox_export(data: &[u8]) {
     let mut jsonl = Vec::new();
     let report = crate::blackbox::export::jsonl::write_jsonl(
@@ -331,7 +332,10 @@ pub fn blackbox_export(data: &[u8]) {
     }
     assert_eq!(kinds, counted, "JSON Lines records against the report");
 
-    let mut tables = CsvTables::default();
+    let mut tables = CsvTables {
+        csv: crate::blackbox::export::csv::ReferenceCsv::with_options(csv_options(data)),
+        ..CsvTables::default()
+    };
     blackbox::decode(
         "fuzz",
         data,
@@ -344,6 +348,42 @@ pub fn blackbox_export(data: &[u8]) {
         &mut tables,
     );
     tables.settle();
+}
+
+/// The blackbox_decode options (units, `--merge-gps`, `--datetime`) the last bytes of `data`
+/// choose.
+fn csv_options(data: &[u8]) -> crate::blackbox::export::csv::Options {
+    use crate::blackbox::export::csv::{Options, Units};
+    use clap::ValueEnum;
+    let mut bits = data
+        .iter()
+        .rev()
+        .take(8)
+        .fold(0u64, |a, &b| a << 8 | u64::from(b));
+    let mut pick = |n: u64| {
+        let i = bits % n;
+        bits /= n;
+        i as usize
+    };
+    fn one<T: ValueEnum + Clone>(i: usize) -> T {
+        let all = T::value_variants();
+        all[i % all.len()].clone()
+    }
+    let mut choose = || pick(6);
+    Options {
+        units: Units {
+            amperage: one(choose()),
+            flags: one(choose()),
+            frame_time: one(choose()),
+            height: one(choose()),
+            rotation: one(choose()),
+            acceleration: one(choose()),
+            gps_speed: one(choose()),
+            vbat: one(choose()),
+        },
+        merge_gps: pick(2) == 1,
+        datetime: pick(2) == 1,
+    }
 }
 
 /// The lines of `text`, each ending in a line feed, without it.
@@ -417,6 +457,7 @@ struct CsvTables {
 impl CsvTables {
     /// Check the session's tables, and start the next one's.
     fn settle(&mut self) {
+        self.csv.finish_session(&mut self.main);
         for table in [&self.main, &self.gps] {
             let mut rows = lines(table);
             let Some(header) = rows.next() else {
@@ -446,12 +487,17 @@ impl Sink for CsvTables {
             FrameKind::G => {
                 self.other.clear();
                 self.csv.write_gpx_point(&mut self.other, frame);
+                if self.csv.merges_gps() {
+                    self.csv.merge_gps_frame(&mut self.main, frame);
+                    return;
+                }
                 if self.gps.is_empty() {
                     self.csv.write_gps_header(&mut self.gps);
                 }
                 self.csv.write_gps_row(&mut self.gps, frame);
             }
-            FrameKind::H | FrameKind::E => {}
+            FrameKind::H => self.csv.home_frame(frame),
+            FrameKind::E => {}
         }
     }
 
