@@ -251,6 +251,8 @@ struct HistData<'a> {
     origin: u64,
     width: u64,
     counts: &'a [u64],
+    /// The count a full-height bar stands for.
+    full: u64,
 }
 
 fn hist_data(histogram: &Histogram) -> Option<HistData<'_>> {
@@ -258,6 +260,7 @@ fn hist_data(histogram: &Histogram) -> Option<HistData<'_>> {
         origin,
         width,
         counts,
+        full: super::timeline::full_scale(counts),
     })
 }
 

@@ -69,6 +69,18 @@ impl Histogram {
     }
 }
 
+/// The count a full-height bar of `counts` stands for: the 95th percentile of the buckets that
+/// hold any, so that a burst in a few buckets (a DataFlash log's parameters at its start) tops
+/// out its own bars instead of flattening all the others.
+pub fn full_scale(counts: &[u64]) -> u64 {
+    let mut held: Vec<u64> = counts.iter().copied().filter(|&c| c > 0).collect();
+    if held.is_empty() {
+        return 1;
+    }
+    let at = (held.len() - 1) * 95 / 100;
+    *held.select_nth_unstable(at).1
+}
+
 /// What a marker on the timeline stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MarkerKind {
@@ -389,6 +401,18 @@ mod tests {
         let (_, _, counts) = h.used().unwrap();
         assert_eq!(counts.iter().sum::<u64>(), 3 * BUCKETS as u64 + 6);
         assert!(counts.len() <= BUCKETS);
+    }
+
+    #[test]
+    fn a_burst_does_not_set_the_full_scale() {
+        let mut counts = vec![100; 100];
+        counts[0] = 100_000;
+        counts[50] = 0;
+        assert_eq!(full_scale(&counts), 100);
+        // Steady counts: the full scale is their level.
+        assert_eq!(full_scale(&[7, 8, 9]), 8);
+        assert_eq!(full_scale(&[0, 0]), 1);
+        assert_eq!(full_scale(&[]), 1);
     }
 
     #[test]

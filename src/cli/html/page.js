@@ -146,9 +146,8 @@
       out += '<text x="' + (W / 2) + '" y="' + (ty + 21) + '" text-anchor="middle">no flight time: nothing accepted carries a time</text>';
     } else {
       if (hi <= lo) hi = lo + 1;
-      var tmap = scale(lo, hi), peak = 1;
-      if (s.frames) s.frames.counts.forEach(function (c) { peak = Math.max(peak, c); });
-      out += histogram(s.frames, tmap, ty, th, function () { return peak; }, '#4e79a7');
+      var tmap = scale(lo, hi), full = s.frames ? s.frames.full : 1;
+      out += histogram(s.frames, tmap, ty, th, function () { return full; }, '#4e79a7');
       spans.forEach(function (p) {
         var sp = p[0], a = sp.time_start_us, b = sp.time_end_us;
         if (a == null && b == null) return;
