@@ -466,3 +466,57 @@ fn text_from_the_file_is_escaped() {
         assert!(dom.contains("Session 1 — &lt;script&gt;alert(1)&lt;/script&gt;"));
     }
 }
+
+#[test]
+fn a_note_of_regions_not_drawn_stands_below_the_axis_labels() {
+    // A session with more regions than a timeline draws: the note saying so gets a line of its
+    // own under the offset axis, not on its labels.
+    use bbcheck::testkit::blackbox::{FlightSpec, Layout, flight};
+    let mut data = flight(&FlightSpec {
+        iterations: 400_000,
+        ..FlightSpec::new(Layout::Betaflight4)
+    });
+    // A byte of garbage every 1500 bytes of frame data: a corrupt span and the frames between.
+    let start = data.len() / 50;
+    for at in (start..data.len()).step_by(1500).rev() {
+        data.insert(at, 0x21);
+    }
+    let dir = TempDir::new("html-regions-note");
+    let log = dir.join("many-regions.bbl");
+    std::fs::write(&log, &data).unwrap();
+    let page = dir.join("many-regions.html");
+    bbcheck(&["check", "--html", s(&page), s(&log)]);
+    let source = std::fs::read_to_string(&page).unwrap();
+    assert!(!source.contains("\"regions_omitted\":0"), "too few regions");
+    let Some(browser) = chromium() else { return };
+    let dom = run_chromium(&browser, &dir, &page, &["--dump-dom".to_owned()]);
+    let at = dom.find("aria-label=\"session 1 timeline\"").unwrap();
+    let svg = &dom[dom[..at].rfind("<svg").unwrap()..at + dom[at..].find("</svg>").unwrap()];
+    let number = |text: &str, key: &str| -> f64 {
+        let from = text.find(key).unwrap() + key.len();
+        text[from..].split('"').next().unwrap().parse().unwrap()
+    };
+    let height: f64 = svg
+        .split("viewBox=\"0 0 ")
+        .nth(1)
+        .and_then(|v| v.split(['"', ' ']).nth(1))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let texts: Vec<(f64, &str)> = svg
+        .split("<text ")
+        .skip(1)
+        .map(|t| (number(t, "y=\""), t))
+        .collect();
+    let (note_y, _) = texts
+        .iter()
+        .find(|(_, t)| t.contains("more regions not drawn"))
+        .expect("the note");
+    let lowest_other = texts
+        .iter()
+        .filter(|(_, t)| !t.contains("more regions not drawn"))
+        .map(|(y, _)| *y)
+        .fold(0.0, f64::max);
+    assert!(*note_y >= lowest_other + 12.0, "{note_y} vs {lowest_other}");
+    assert!(*note_y <= height, "{note_y} beyond {height}");
+}

@@ -192,7 +192,11 @@
     var notes = [];
     if (s.regions_omitted) notes.push(s.regions_omitted + ' more regions not drawn');
     if (s.markers_omitted) notes.push(s.markers_omitted + ' more events not kept');
-    if (notes.length) out += '<text x="' + X1 + '" y="' + (H - 2) + '" text-anchor="end">' + esc(notes.join('; ')) + '</text>';
+    // Notes go on a line of their own, below the axis labels.
+    if (notes.length) {
+      H += 16;
+      out += '<text x="' + X1 + '" y="' + (H - 2) + '" text-anchor="end">' + esc(notes.join('; ')) + '</text>';
+    }
     el.innerHTML = '<svg viewBox="0 0 ' + W + ' ' + H + '" role="img" aria-label="session ' + s.index +
       ' timeline">' + out + '</svg>';
   }
