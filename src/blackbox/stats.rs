@@ -268,9 +268,10 @@ impl SessionStats {
             return Ok(());
         }
         writeln!(out)?;
+        // What `n` iterations are of the session: milliseconds and share.
         let share = |n: u64| {
             let ms = u128::from(n) * u128::from(interval_ms) / u128::from(span);
-            (ms, n as f64 / span as f64 * 100.0)
+            format!("({ms}ms, {:.2}%)", n as f64 / span as f64 * 100.0)
         };
         if failed > 0 {
             let unreadable: u64 = report.corrupt_spans.iter().map(|s| s.frames_lost).sum();
@@ -283,17 +284,17 @@ impl SessionStats {
             }
         }
         if missing > 0 {
-            let (ms, percent) = share(missing);
             writeln!(
                 out,
-                "{missing} iterations are missing in total ({ms}ms, {percent:.2}%)"
+                "{missing} iterations are missing in total {}",
+                share(missing)
             )?;
         }
         if absent > 0 {
-            let (ms, percent) = share(absent);
             writeln!(
                 out,
-                "{absent} loop iterations weren't logged because of your blackbox_rate settings ({ms}ms, {percent:.2}%)"
+                "{absent} loop iterations weren't logged because of your blackbox_rate settings {}",
+                share(absent)
             )?;
         }
         Ok(())

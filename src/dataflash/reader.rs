@@ -919,8 +919,12 @@ pub const LINE_FEEDS_CHECKED: &[u8] = b"bbcheck salvage: line feeds stand as wri
 /// it holds the message by which salvage says its line feeds were checked: leaving out damaged
 /// stretches that held a log's carriage returns can make a salvaged log look like a copy.
 pub fn copied_in_text_mode(data: &[u8]) -> bool {
-    crate::textmode::is_newline_converted(data)
-        && memchr::memmem::find(data, LINE_FEEDS_CHECKED).is_none()
+    crate::textmode::is_newline_converted(data) && !says_line_feeds_stand(data)
+}
+
+/// Whether `data` holds the message [`LINE_FEEDS_CHECKED`].
+pub fn says_line_feeds_stand(data: &[u8]) -> bool {
+    memchr::memmem::find(data, LINE_FEEDS_CHECKED).is_some()
 }
 
 /// Scan `data` by `rules`, starting from the format table `formats` (FMT alone, or definitions

@@ -12,7 +12,7 @@ use super::fmt::{Definition, FMT_TYPE, FieldType, Format, Formats, HEADER, Role}
 use super::message::{
     Message, definition_from_values, fmtu_from_values, mult_from_values, unit_from_values,
 };
-use super::reader::{LINE_FEEDS_CHECKED, Noting, Rules, Sink, scan_with};
+use super::reader::{LINE_FEEDS_CHECKED, Noting, Rules, Sink, says_line_feeds_stand, scan_with};
 use super::report::{DataflashReport, Observer, build};
 use crate::report::{Keep, Trust};
 use crate::textmode::NewlineCounts;
@@ -530,7 +530,7 @@ pub fn salvage_into(
     // were checked (unless the input was such a copy, or says so already).
     if writer.newlines.is_newline_converted()
         && !crate::textmode::is_newline_converted(data)
-        && memchr::memmem::find(data, LINE_FEEDS_CHECKED).is_none()
+        && !says_line_feeds_stand(data)
     {
         writer.mark_line_feeds();
         writer.pass_on(true);

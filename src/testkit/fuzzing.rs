@@ -239,9 +239,8 @@ pub fn dataflash_salvage(data: &[u8]) {
     );
     if salvaged.summary.line_feeds_marked {
         let marker = kept.0.split_off(kept.0.len().saturating_sub(2));
-        let note = crate::dataflash::reader::LINE_FEEDS_CHECKED;
         assert!(
-            marker.len() == 2 && memchr::memmem::find(&marker[1].0, note).is_some(),
+            marker.len() == 2 && crate::dataflash::reader::says_line_feeds_stand(&marker[1].0),
             "the line-feed marker is not the output's last message"
         );
     }

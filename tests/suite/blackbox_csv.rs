@@ -959,17 +959,20 @@ fn stats_are_blackbox_decodes_counted_from_the_frames_read() {
 /// Betaflight 4.2 (tenths of a volt, BaroAlt, GPS), 4.5 (hundredths), 2025.12 (firmware type
 /// `Betaflight`), Cleanflight (a gyro scale of its own) and INAV.
 fn unit_logs() -> Vec<PathBuf> {
+    demo_and(&[
+        "betaflight-4.2.0-fc-blackbox-LOG00037.BFL",
+        "betaflight-4.5.3-bucksaw-btfl_005.bbl",
+        "betaflight-2025.12.2-propwash-btfl_027.bbl",
+        "cleanflight-1.6.0-propwash-LOG00568.TXT",
+        "inav-9.0.1-inav-toolkit-blackbox_log_2026-02-21.TXT",
+    ])
+}
+
+/// The demo log and, with the corpus, the real Blackbox logs `names`.
+fn demo_and(names: &[&str]) -> Vec<PathBuf> {
     let mut logs = vec![common::own_corpus().join("generated/demo.bbl")];
     if let Some(corpus) = corpus() {
-        for name in [
-            "betaflight-4.2.0-fc-blackbox-LOG00037.BFL",
-            "betaflight-4.5.3-bucksaw-btfl_005.bbl",
-            "betaflight-2025.12.2-propwash-btfl_027.bbl",
-            "cleanflight-1.6.0-propwash-LOG00568.TXT",
-            "inav-9.0.1-inav-toolkit-blackbox_log_2026-02-21.TXT",
-        ] {
-            logs.push(corpus.join("real/blackbox").join(name));
-        }
+        logs.extend(names.iter().map(|n| corpus.join("real/blackbox").join(n)));
     }
     logs
 }
@@ -1481,17 +1484,12 @@ fn merged_rows(
 
 #[test]
 fn merge_gps_appends_the_last_gps_frame_to_each_main_row() {
-    let mut logs = vec![common::own_corpus().join("generated/demo.bbl")];
-    if let Some(corpus) = corpus() {
-        for name in [
-            "betaflight-4.2.0-fc-blackbox-LOG00037.BFL",
-            // Its first session defines GPS frames and has none.
-            "betaflight-4.5.3-bucksaw-btfl_005.bbl",
-            "inav-9.0.1-inav-toolkit-blackbox_log_2026-02-21.TXT",
-        ] {
-            logs.push(corpus.join("real/blackbox").join(name));
-        }
-    }
+    let logs = demo_and(&[
+        "betaflight-4.2.0-fc-blackbox-LOG00037.BFL",
+        // Its first session defines GPS frames and has none.
+        "betaflight-4.5.3-bucksaw-btfl_005.bbl",
+        "inav-9.0.1-inav-toolkit-blackbox_log_2026-02-21.TXT",
+    ]);
     let mut duplicated = 0;
     for path in logs {
         let name = stem(&path);
@@ -1578,16 +1576,11 @@ fn datetime_adds_the_utc_time_of_each_row() {
     // `--datetime` writes after each time, in the main and the GPS CSV, the log start plus the
     // time since the session's first row: every row's date and time less its own time is one
     // instant, within a microsecond of `Log start datetime` at the first row.
-    let mut logs = vec![common::own_corpus().join("generated/demo.bbl")];
-    if let Some(corpus) = corpus() {
-        for name in [
-            "betaflight-4.5.3-bucksaw-btfl_005.bbl",
-            "betaflight-4.2.0-fc-blackbox-LOG00037.BFL",
-            "inav-9.0.1-inav-toolkit-blackbox_log_2026-02-21.TXT",
-        ] {
-            logs.push(corpus.join("real/blackbox").join(name));
-        }
-    }
+    let logs = demo_and(&[
+        "betaflight-4.5.3-bucksaw-btfl_005.bbl",
+        "betaflight-4.2.0-fc-blackbox-LOG00037.BFL",
+        "inav-9.0.1-inav-toolkit-blackbox_log_2026-02-21.TXT",
+    ]);
     let mut rows_checked = 0;
     for path in logs {
         let name = stem(&path);
