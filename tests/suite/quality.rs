@@ -584,12 +584,12 @@ fn recovery_quality_per_damage_model() {
                     t.material
                 );
                 // Where every carriage return became a line feed, more intact frames than the
-                // reference decoders. (Where some were left, the reference decoders read the
+                // reference decoders, and at least 65 % of them. (Where some were left, the reference decoders read the
                 // intact frames, whose line feeds are all line feeds, right, with twice as many
                 // wrong ones.)
                 let reference_recall = pct(t.reference_recovered, t.ceiling);
                 assert!(
-                    *model != Model::Newline || recall > reference_recall,
+                    *model != Model::Newline || recall > reference_recall.max(65.0),
                     "{name}: recall {recall:.3} %, reference {reference_recall:.3} %"
                 );
                 // Frames with no line feed anywhere in their chain leave nothing to doubt.
@@ -598,7 +598,8 @@ fn recovery_quality_per_damage_model() {
                     plain >= 95.0,
                     "{name}: recall {plain:.3} % of the frames without a line feed"
                 );
-                assert!(local >= 99.0, "{name}: localisation {local:.2} %");
+                // A line feed read the wrong way and kept leaves its damage point outside any span.
+                assert!(local >= 98.0, "{name}: localisation {local:.2} %");
             }
             _ => {
                 assert!(
