@@ -171,6 +171,9 @@ pub enum Rule {
     /// In a text-mode copy, a line feed that may have been a carriage return, where the frames
     /// around it show neither reading: the values read are the reading that joins them better.
     LineFeed,
+    /// The header of a log that salvage wrote lists the frame among those it kept as suspect
+    /// (evidence that writing the log may have removed, such as a line feed's reading).
+    ListedSuspect,
 }
 
 impl Rule {
@@ -183,6 +186,7 @@ impl Rule {
             Rule::ValueRange => "value-range",
             Rule::NotANumber => "not-a-number",
             Rule::LineFeed => "line-feed",
+            Rule::ListedSuspect => "listed-suspect",
         }
     }
 }

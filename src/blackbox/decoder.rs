@@ -8,6 +8,7 @@
 use super::codec::{CodecErrorKind, Encoding};
 use super::event::{Event, EventError};
 use super::evidence::gps_track::{GpsFields, GpsFix};
+use super::evidence::listed_suspect::SuspectFrames;
 use super::evidence::p_frame_offset::Motion;
 use super::evidence::value_bounds::value_bounds;
 use super::evidence::{CORRUPT_SCORE, Suspicion};
@@ -287,6 +288,8 @@ pub struct SessionDecoder<'a> {
     offset_fields: Vec<bool>,
     /// How far each main field moved in the recent trusted groups.
     motion: Motion,
+    /// The main frames the header lists as kept suspect by the salvage that wrote the log.
+    listed_suspect: SuspectFrames,
     ledger: Ledger,
 }
 
@@ -395,6 +398,10 @@ impl<'a> SessionDecoder<'a> {
             before_doubtful: Vec::new(),
             offset_fields,
             motion,
+            listed_suspect: match validation {
+                Validation::Thorough => SuspectFrames::from_header(header),
+                Validation::Reference => SuspectFrames::default(),
+            },
             value_bounds: bounds_of(FrameKind::I),
             max_frame_len: header.max_frame_len(),
             slow_bounds: bounds_of(FrameKind::S),
@@ -1138,6 +1145,19 @@ impl<'a> SessionDecoder<'a> {
             rule: Rule::DamageAfterIFrame,
             offset: None,
         }));
+        // Frames a salvage kept as suspect stay so, from the first of them on.
+        let listed = self
+            .group
+            .first_listed_suspect(&self.listed_suspect, self.iteration_index)
+            .map(|from| Suspicion {
+                from,
+                rule: Rule::ListedSuspect,
+                offset: None,
+            });
+        let suspicion = match (suspicion, listed) {
+            (Some(s), Some(l)) if l.from < s.from => Some(l),
+            (s, l) => s.or(l),
+        };
         let names = self.header.def(FrameKind::I).map_or(&[][..], |d| &d.names);
         let (suspect_from, evidence) = match suspicion.map(|s| (s, s.evidence(names))) {
             // Evidence this strong refuses the frames, as the bytes would.

@@ -9,8 +9,9 @@
 
 use super::decoder::Validation;
 use super::event::Event;
+use super::evidence::listed_suspect::{SUSPECT_FRAMES, SuspectFrames};
 use super::frame::FrameKind;
-use super::header::{LINE_FEEDS_CHECKED, LOG_START_MARKER};
+use super::header::{HeaderLine, LINE_FEEDS_CHECKED, LOG_START_MARKER};
 use super::sink::{EventFrame, Frame, Sink};
 use super::writer::SessionWriter;
 use super::{Session, decode_with};
@@ -194,6 +195,14 @@ struct Reencoder<'a> {
     mark_line_feeds: Option<bool>,
     /// Line feeds and carriage returns written, while no header says they were checked.
     newlines: NewlineWatch,
+    /// Per session (by index, from 1), the main frames to list as suspect in its header.
+    listing: &'a [SuspectFrames],
+    /// The main frames of the current session written as suspect, and whether the last main
+    /// frame written was.
+    suspect_written: SuspectFrames,
+    last_main_suspect: bool,
+    /// Per session written, the main frames it wrote as suspect.
+    suspect_by_session: Vec<(usize, SuspectFrames)>,
     /// The input offset decoding has reached (for progress bars and releasing mapped pages).
     reached: &'a AtomicU64,
 }
@@ -214,11 +223,28 @@ impl Reencoder<'_> {
         let start = session.bounds.start;
         let data_start = (header.data_start as usize).clamp(start, session.bounds.end);
         let (name, value) = LINE_FEEDS_CHECKED;
+        // The frames this session writes as suspect are listed anew (a salvaged input's listing
+        // is not copied).
+        let listing = session
+            .bounds
+            .index
+            .checked_sub(1)
+            .and_then(|i| self.listing.get(i))
+            .map_or_else(String::new, SuspectFrames::header_lines);
+        let listed = |l: &&HeaderLine| l.name == SUSPECT_FRAMES;
         let (writer, dropped) = if header.problems.is_empty() {
-            let mut bytes = file[start..data_start].to_vec();
+            let mut bytes = Vec::with_capacity(data_start - start + listing.len());
+            let mut at = start;
+            for line in header.lines.iter().filter(listed) {
+                let (from, to) = (line.offset as usize, line.end as usize);
+                bytes.extend_from_slice(&file[at..from.clamp(at, data_start)]);
+                at = to.clamp(at, data_start);
+            }
+            bytes.extend_from_slice(&file[at..data_start]);
             if mark {
                 bytes.extend_from_slice(format!("H {name}:{value}\n").as_bytes());
             }
+            bytes.extend_from_slice(listing.as_bytes());
             (SessionWriter::from_header_bytes(&bytes), 0)
         } else {
             // Lines that did not parse are gone already; lines with bytes that are not text are
@@ -252,6 +278,7 @@ impl Reencoder<'_> {
                 .lines
                 .iter()
                 .filter(|l| l.name != "Product" && defines_usable(header, &l.name))
+                .filter(|l| !listed(l))
                 .filter(|l| l.name.starts_with("Field ") || !refused.contains(&l.name.as_str()))
                 .map(|l| (text(&l.name), text(&l.value)))
                 .collect();
@@ -262,6 +289,10 @@ impl Reencoder<'_> {
             if mark {
                 good.push((name.to_owned(), value.to_owned()));
             }
+            good.extend(listing.lines().filter_map(|line| {
+                let (n, v) = line.strip_prefix("H ")?.split_once(':')?;
+                Some((n.to_owned(), v.to_owned()))
+            }));
             good.splice(
                 0..0,
                 [
@@ -304,7 +335,10 @@ impl Reencoder<'_> {
                 });
                 writer = SessionWriter::new(&good);
             }
-            let kept = good.iter().filter(|(n, _)| n != name).count();
+            let kept = good
+                .iter()
+                .filter(|(n, _)| n != name && n != SUSPECT_FRAMES)
+                .count();
             let dropped = header.lines.len().saturating_sub(kept + 1);
             (writer, dropped)
         };
@@ -318,6 +352,8 @@ impl Reencoder<'_> {
         self.ended = false;
         self.last_input_end = None;
         self.anchors.clear();
+        self.suspect_written = SuspectFrames::default();
+        self.last_main_suspect = false;
         self.summary = Some(SalvagedSession {
             index: session.bounds.index,
             input_start: start as u64,
@@ -428,6 +464,8 @@ impl Reencoder<'_> {
         self.pass_on(true);
         self.newlines.end_session();
         let summary = self.summary.take().expect("checked above");
+        let written = std::mem::take(&mut self.suspect_written);
+        self.suspect_by_session.push((summary.index, written));
         self.writer = None;
         let anchors = std::mem::take(&mut self.anchors);
         self.done.push((summary, anchors));
@@ -490,9 +528,13 @@ impl Reencoder<'_> {
                 }
                 let w = self.writer.as_mut().expect("checked above");
                 w.main(frame.kind, values);
+                let suspect = frame.trust == Trust::Suspect;
                 if let Some(s) = &mut self.summary {
-                    s.suspect_kept += u64::from(frame.trust == Trust::Suspect);
+                    s.suspect_kept += u64::from(suspect);
                 }
+                self.suspect_written
+                    .note(iteration, suspect, self.last_main_suspect);
+                self.last_main_suspect = suspect;
                 self.expected_iteration = Some(
                     iteration
                         .wrapping_add(1)
@@ -560,31 +602,60 @@ pub fn salvage_into(
     reached: &AtomicU64,
     output: &mut dyn Output,
 ) -> io::Result<(FileReport, Vec<SalvagedSession>)> {
-    let (report, sessions, converted) =
-        salvage_once(path, file, select, keep, None, reached, output)?;
-    if !converted {
-        return Ok((report, sessions));
+    let mut plan = Plan::default();
+    let mut writings = 0;
+    loop {
+        writings += 1;
+        let (report, sessions, outcome) =
+            salvage_once(path, file, select, keep, &plan, reached, output)?;
+        // The output would read as a text-mode copy, or holds suspect frames its headers do not
+        // list: written again, every header saying its line feeds were checked, or listing them.
+        // (The second writing decodes the same frames; its added lines can only make the third
+        // mark the line feeds.)
+        let next = Plan {
+            mark_line_feeds: match outcome.converted {
+                true => Some(true),
+                false => plan.mark_line_feeds,
+            },
+            listing: outcome.suspect,
+        };
+        let listed = next.listing.iter().any(|l| !l.is_empty());
+        if next == plan || (!listed && !outcome.converted) || writings == 3 {
+            return Ok((report, sessions));
+        }
+        output.restart()?;
+        plan = next;
     }
-    // The output would read as a text-mode copy: written again, every header saying its line
-    // feeds were checked.
-    output.restart()?;
-    let (report, sessions, _) =
-        salvage_once(path, file, select, keep, Some(true), reached, output)?;
-    Ok((report, sessions))
 }
 
-/// [`salvage_into`] once, every header saying its line feeds were checked when `mark_line_feeds`
-/// (decided at the first session when `None`); and whether the output would read as a text-mode
-/// copy.
+/// What a writing of the salvaged log adds to its headers.
+#[derive(Debug, Default, PartialEq)]
+struct Plan {
+    /// Whether every header says its line feeds were checked (decided at the first session when
+    /// `None`).
+    mark_line_feeds: Option<bool>,
+    /// Per session (by index, from 1), the main frames listed as suspect.
+    listing: Vec<SuspectFrames>,
+}
+
+/// What one writing found of itself.
+struct Outcome {
+    /// Whether the output would read as a text-mode copy.
+    converted: bool,
+    /// Per session (by index, from 1), the main frames written as suspect.
+    suspect: Vec<SuspectFrames>,
+}
+
+/// [`salvage_into`] once, as `plan` says; and what it found of its output.
 fn salvage_once(
     path: &str,
     file: &[u8],
     select: Option<usize>,
     keep: Keep,
-    mark_line_feeds: Option<bool>,
+    plan: &Plan,
     reached: &AtomicU64,
     output: &mut dyn Output,
-) -> io::Result<(FileReport, Vec<SalvagedSession>, bool)> {
+) -> io::Result<(FileReport, Vec<SalvagedSession>, Outcome)> {
     let mut sink = Reencoder {
         keep,
         writer: None,
@@ -599,8 +670,12 @@ fn salvage_once(
         output,
         error: None,
         select,
-        mark_line_feeds,
+        mark_line_feeds: plan.mark_line_feeds,
         newlines: NewlineWatch::default(),
+        listing: &plan.listing,
+        suspect_written: SuspectFrames::default(),
+        last_main_suspect: false,
+        suspect_by_session: Vec::new(),
         reached,
     };
     let report = decode_with(
@@ -614,6 +689,19 @@ fn salvage_once(
     if let Some(e) = sink.error {
         return Err(e);
     }
+    let mut suspect = Vec::new();
+    for (index, frames) in std::mem::take(&mut sink.suspect_by_session) {
+        if let Some(i) = index.checked_sub(1) {
+            if suspect.len() <= i {
+                suspect.resize(i + 1, SuspectFrames::default());
+            }
+            suspect[i] = frames;
+        }
+    }
+    let outcome = Outcome {
+        converted: sink.newlines.converted(),
+        suspect,
+    };
     let sessions = sink
         .done
         .into_iter()
@@ -635,7 +723,7 @@ fn salvage_once(
             summary
         })
         .collect();
-    Ok((report, sessions, sink.newlines.converted()))
+    Ok((report, sessions, outcome))
 }
 
 /// A stretch of the input carried into a file whose headers were borrowed.

@@ -711,6 +711,10 @@ fn write_suspect_span(
             ", {field} off by {} (threshold {}, score {:.2})",
             e.offset, e.threshold, e.score
         )?,
+        (None, Rule::ListedSuspect) => write!(
+            out,
+            ", kept as suspect by the salvage that wrote this log (its header lists the frames)"
+        )?,
         (None, _) => {}
     }
     let noun = match dataflash {

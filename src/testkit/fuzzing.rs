@@ -113,6 +113,28 @@ pub fn blackbox_salvage(data: &[u8]) {
         "salvaged frames differ from the trusted ones"
     );
     assert_eq!(again, out, "salvage is not idempotent");
+    // A main frame kept as suspect is suspect in the salvaged log too.
+    let suspect = |bytes: &[u8]| {
+        let mut s = MainFramesSuspect::default();
+        blackbox::decode("fuzz", bytes, |_, _: &mut MainFramesSuspect| {}, &mut s);
+        s.0
+    };
+    let (before, after) = (suspect(data), suspect(&out));
+    let laundered = before.iter().zip(&after).position(|(&was, &is)| was && !is);
+    assert_eq!(laundered, None, "a suspect main frame comes back trusted");
+}
+
+/// Per main frame decoded, whether it is suspect.
+#[derive(Default)]
+struct MainFramesSuspect(Vec<bool>);
+
+impl crate::blackbox::sink::Sink for MainFramesSuspect {
+    fn frame(&mut self, frame: &crate::blackbox::sink::Frame<'_>) {
+        use crate::blackbox::frame::FrameKind;
+        if matches!(frame.kind, FrameKind::I | FrameKind::P) {
+            self.0.push(frame.trust == crate::report::Trust::Suspect);
+        }
+    }
 }
 
 /// Read any bytes as a DataFlash log: never panics, and every byte is accounted for once.

@@ -956,7 +956,12 @@ fn a_salvaged_log_that_lost_its_carriage_returns_is_not_read_as_a_text_mode_copy
     for name in names {
         let path = dir.join(&name);
         let report = check_json(path.to_str().unwrap());
-        assert_eq!(report["verdict"], "clean", "{name}: {report}");
+        // The frames the input's value rules doubt stay suspect; nothing is damage.
+        assert_eq!(report["corrupt_spans"], serde_json::json!([]), "{name}");
+        assert!(
+            ["clean", "suspect"].contains(&report["verdict"].as_str().unwrap()),
+            "{name}: {report}"
+        );
         assert!(
             report.get("text_mode_copy").is_none_or(Value::is_null),
             "{name}"

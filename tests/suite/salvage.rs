@@ -7,19 +7,22 @@ use bbcheck::blackbox::event::Event;
 use bbcheck::blackbox::frame::FrameKind;
 use bbcheck::blackbox::salvage::salvage;
 use bbcheck::blackbox::sink::{EventFrame, Frame, Sink};
-use bbcheck::report::{Keep, RegionKind};
+use bbcheck::report::{Keep, RegionKind, Trust};
 use bbcheck::testkit::damage::{self, Model};
 use std::path::PathBuf;
 
 #[derive(Default, PartialEq, Debug)]
 struct Collect {
     frames: Vec<(FrameKind, Vec<i64>)>,
+    /// Per frame, whether it is suspect.
+    suspect: Vec<bool>,
     events: Vec<Event>,
 }
 
 impl Sink for Collect {
     fn frame(&mut self, frame: &Frame<'_>) {
         self.frames.push((frame.kind, frame.values.to_vec()));
+        self.suspect.push(frame.trust == Trust::Suspect);
     }
     fn event(&mut self, event: &EventFrame<'_>) {
         self.events.push(event.event.clone());
@@ -86,7 +89,7 @@ fn clean_sessions_re_encode_byte_for_byte() {
 
 #[test]
 fn damaged_logs_salvage_to_clean_logs_of_exactly_the_trusted_frames() {
-    let mut cases = 0;
+    let (mut cases, mut suspect) = (0, 0);
     for path in logs().into_iter().take(5) {
         let data = std::fs::read(&path).unwrap();
         for model in Model::ALL {
@@ -104,6 +107,13 @@ fn damaged_logs_salvage_to_clean_logs_of_exactly_the_trusted_frames() {
                 report.check_accounting().unwrap();
                 assert_eq!(got.frames.len(), trusted.frames.len(), "{case}");
                 assert!(got.frames == trusted.frames, "{case}: frames differ");
+                // What was suspect stays so, though writing the log may take its evidence away
+                // (a line feed written as the reading chosen).
+                let laundered = (trusted.suspect.iter().zip(&got.suspect))
+                    .filter(|&(&was, &is)| was && !is)
+                    .count();
+                assert_eq!(laundered, 0, "{case}: suspect frames come back trusted");
+                suspect += trusted.suspect.iter().filter(|&&s| s).count();
                 // Events: the trusted ones, plus logging-resume and log-end events salvage adds.
                 let added =
                     |e: &Event| matches!(e, Event::LoggingResume { .. } | Event::LogEnd { .. });
@@ -120,6 +130,7 @@ fn damaged_logs_salvage_to_clean_logs_of_exactly_the_trusted_frames() {
         }
     }
     assert!(cases >= 20);
+    assert!(suspect > 0, "no case kept a suspect frame");
 }
 
 #[test]

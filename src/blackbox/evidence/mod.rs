@@ -15,6 +15,8 @@
 //!   carriage return where the frames around it show which; elsewhere the frames from there on
 //!   are suspect (`line-feed`, with the better reading), or refused where the iteration or time
 //!   rests on it.
+//! - in a log that salvage wrote, the frames its header lists as kept suspect
+//!   ([`listed_suspect`]) are suspect again.
 //!
 //! `tests/suite/clean_flights.rs` holds the calibration: on every clean real log and on generated hard
 //! flights no value rule fires.
@@ -22,6 +24,7 @@
 pub mod gps_track;
 pub mod i_frame_offset;
 pub mod line_feed;
+pub mod listed_suspect;
 pub mod p_frame_offset;
 pub mod value_bounds;
 
