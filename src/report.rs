@@ -274,6 +274,10 @@ pub enum RegionKind {
     /// headers' spacing shows, unreadable without a definition (`--fmt-from` gives one). The
     /// file they are in is damaged.
     UndefinedType,
+    /// Blackbox frame data before the first session, whose header is lost with the start of the
+    /// log: intact frames that cannot be read without one (`salvage` gives it one from bbcheck's
+    /// library, or `--header-from` from a donor). The file it is in is damaged.
+    HeaderLost,
 }
 
 /// A half-open byte range `[start, end)` with what it holds.
@@ -412,7 +416,7 @@ impl RegionKind {
     /// Whether the region holds intact bytes that cannot be read because what defines them was
     /// lost (a file holding one is damaged).
     pub fn is_unreadable(self) -> bool {
-        self == RegionKind::UndefinedType
+        matches!(self, RegionKind::UndefinedType | RegionKind::HeaderLost)
     }
 }
 
@@ -483,7 +487,8 @@ impl FileReport {
             .flat_map(|s| s.suspect_spans.iter().cloned())
             .collect();
         // The file's spans are its sessions'.
-        let clean = sessions.iter().all(SessionReport::is_clean);
+        let clean = sessions.iter().all(SessionReport::is_clean)
+            && !regions.iter().any(|r| r.kind.is_unreadable());
         FileReport {
             path,
             size,
@@ -500,7 +505,9 @@ impl FileReport {
 
     /// Whether nothing in the file is damaged (see [`SessionReport::is_clean`]).
     pub fn is_clean(&self) -> bool {
-        self.corrupt_spans.is_empty() && self.sessions.iter().all(SessionReport::is_clean)
+        self.corrupt_spans.is_empty()
+            && self.sessions.iter().all(SessionReport::is_clean)
+            && !self.regions.iter().any(|r| r.kind.is_unreadable())
     }
 }
 

@@ -69,11 +69,12 @@ pub fn is_blackbox(file: &[u8]) -> bool {
 const HEADLESS_MIN_LEN: usize = 4096;
 
 /// Whether `file`, which holds no log start marker, looks like Blackbox frame data whose header
-/// was lost (the start of a log cut off): it holds the log-end event, or it is binary data in
-/// which the P frame marker is several times as frequent as in random bytes (one byte in 256):
-/// every P frame starts with one, and they are 15 to 150 bytes long.
+/// was lost (the start of a log cut off): it holds the log-end event (`End of log`, which INAV
+/// follows with the disarm reason), or it is binary data in which the P frame marker is at least
+/// 2.5 times as frequent as in random bytes (one byte in 256): every P frame starts with one,
+/// and they are 15 to 100 bytes long.
 pub fn is_headless_frame_data(file: &[u8]) -> bool {
-    const LOG_END: &[u8] = b"\xffEnd of log\0";
+    const LOG_END: &[u8] = b"\xffEnd of log";
     if file.len() < HEADLESS_MIN_LEN || is_blackbox(file) {
         return false;
     }
@@ -86,7 +87,7 @@ pub fn is_headless_frame_data(file: &[u8]) -> bool {
         .filter(|&&b| b.is_ascii_graphic() || b.is_ascii_whitespace())
         .count();
     let markers = memchr::memchr_iter(b'P', sample).count();
-    text * 2 < sample.len() && markers * 50 >= sample.len()
+    text * 2 < sample.len() && markers * 100 >= sample.len()
 }
 
 /// One session, ready to decode.
@@ -187,10 +188,15 @@ impl Plan {
         let mut regions = Vec::new();
         let first_start = self.bounds.first().map_or(file.len(), |b| b.start);
         if first_start > 0 {
+            // Frame data there lost its header with the start of the log.
+            let kind = match is_headless_frame_data(&file[..first_start]) {
+                true => RegionKind::HeaderLost,
+                false => RegionKind::NonLogData,
+            };
             regions.push(Region {
                 start: 0,
                 end: first_start as u64,
-                kind: RegionKind::NonLogData,
+                kind,
             });
         }
         FileReport::new(path.to_owned(), file.len() as u64, reports, regions)

@@ -503,6 +503,22 @@ fn write_human(
         report.sessions.len(),
         verdict(report.verdict, paint)
     )?;
+    for r in report
+        .regions
+        .iter()
+        .filter(|r| r.kind == RegionKind::HeaderLost)
+    {
+        writeln!(
+            out,
+            "  [{}..{}): {}: Blackbox frame data whose header is lost with the start of the log \
+             ({} bytes); `bbcheck salvage` reads it with a header from bbcheck's library when one \
+             fits",
+            r.start,
+            r.end,
+            paint.bad("header lost"),
+            r.end - r.start
+        )?;
+    }
     for session in &report.sessions {
         write_session(out, session, paint)?;
     }

@@ -197,7 +197,7 @@ const REASONS: [(DamageReason, &str); 15] = [
 ];
 
 /// Region kinds with their colour and what the legend says of them.
-const REGIONS: [(RegionKind, &str, &str, &str); 9] = [
+const REGIONS: [(RegionKind, &str, &str, &str); 10] = [
     (RegionKind::Header, "header", "#b9c3cf", "session header"),
     (RegionKind::Frames, "frames", "#cfe8cf", "accepted frames"),
     (
@@ -236,6 +236,12 @@ const REGIONS: [(RegionKind, &str, &str, &str); 9] = [
         "undefined-type",
         "#fce5cd",
         "messages of a type whose FMT is lost: intact, unreadable without one",
+    ),
+    (
+        RegionKind::HeaderLost,
+        "header-lost",
+        "#f4cccc",
+        "frame data whose header is lost with the start of the log: salvage reads it with one",
     ),
 ];
 
@@ -673,7 +679,12 @@ fn write_legend(out: &mut String, file: &FileReport) {
     for (kind, name, color, what) in REGIONS {
         let what = match kind {
             RegionKind::Frames if dataflash => "accepted messages",
-            RegionKind::Header | RegionKind::NonLogData | RegionKind::AfterLogEnd if dataflash => {
+            RegionKind::Header
+            | RegionKind::NonLogData
+            | RegionKind::AfterLogEnd
+            | RegionKind::HeaderLost
+                if dataflash =>
+            {
                 continue;
             }
             RegionKind::OldData | RegionKind::UndefinedType if !dataflash => continue,
