@@ -12,6 +12,7 @@ pub mod frame;
 pub(crate) mod group;
 pub mod header;
 mod ledger;
+pub mod library;
 mod parallel;
 pub mod predictor;
 pub mod salvage;

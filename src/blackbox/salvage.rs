@@ -12,6 +12,7 @@ use super::event::Event;
 use super::evidence::listed_suspect::{SUSPECT_FRAMES, SuspectFrames};
 use super::frame::FrameKind;
 use super::header::{HeaderLine, LINE_FEEDS_CHECKED, LOG_START_MARKER};
+use super::library::{Choice, HeaderLibrary};
 use super::sink::{EventFrame, Frame, Sink};
 use super::writer::SessionWriter;
 use super::{Session, decode_with};
@@ -835,10 +836,10 @@ fn donor_header(donor: &[u8]) -> Option<&[u8]> {
 }
 
 /// Plan putting `donor`'s first header that defines I frames in front of the data of every
-/// session of `input` whose header does not (or in front of the whole input when it has no
-/// session at all), telling `searched` how far the search of `input` for sessions has gone. The
-/// input is not copied: [`Borrowed::write_to`] writes the result, and [`Borrowed::check`] refuses
-/// it when the donor's layout does not fit.
+/// session of `input` whose header does not (and of frame data before the first session, or of
+/// the whole input when it has no session at all), telling `searched` how far the search of
+/// `input` for sessions has gone. The input is not copied: [`Borrowed::write_to`] writes the
+/// result, and [`Borrowed::check`] refuses it when the donor's layout does not fit.
 pub fn borrow_header(
     input: &[u8],
     donor: &[u8],
@@ -846,11 +847,45 @@ pub fn borrow_header(
 ) -> Result<Borrowed, String> {
     let header =
         donor_header(donor).ok_or("the donor has no session whose header defines I frames")?;
+    Ok(borrowing(&headerless_pieces(input, searched), header))
+}
+
+/// [`borrow_header`] with the header from `library` under which the most of the first frame
+/// data without a header forms trusted frames (see [`HeaderLibrary::choose`]).
+pub fn borrow_from_library(
+    input: &[u8],
+    library: &HeaderLibrary,
+    searched: &mut dyn FnMut(usize),
+) -> Result<(Borrowed, Choice), String> {
+    let pieces = headerless_pieces(input, searched);
+    let Some(&(_, start, end)) = pieces.iter().find(|(borrow, _, _)| *borrow) else {
+        return Err("every session has a header that defines I frames".to_owned());
+    };
+    let choice = library.choose(&input[start..end]).ok_or_else(|| {
+        format!(
+            "no header of bbcheck's library ({} frame layouts) makes half of the first {} bytes \
+             of frame data trusted frames",
+            library.entries.len(),
+            (end - start).min(super::library::PROBE)
+        )
+    })?;
+    Ok((borrowing(&pieces, &choice.header), choice))
+}
+
+/// Whether some frame data of `input` has no header that defines I frames.
+pub fn lacks_header(input: &[u8]) -> bool {
+    headerless_pieces(input, &mut |_| {})
+        .iter()
+        .any(|&(borrow, _, _)| borrow)
+}
+
+/// The stretches of `input` to keep: (whether a header must go in front, start, end).
+fn headerless_pieces(input: &[u8], searched: &mut dyn FnMut(usize)) -> Vec<(bool, usize, usize)> {
     let sessions = super::find_sessions_telling(input, searched);
-    // Data ranges to put behind the donor's header, and what to keep as it is.
     let mut pieces: Vec<(bool, usize, usize)> = Vec::new();
-    if sessions.is_empty() {
-        pieces.push((true, 0, input.len()));
+    let first = sessions.first().map_or(input.len(), |s| s.start);
+    if sessions.is_empty() || super::is_headless_frame_data(&input[..first]) {
+        pieces.push((true, 0, first));
     }
     for bounds in sessions {
         let header = super::header::Header::parse(input, bounds.start, bounds.end);
@@ -861,6 +896,11 @@ pub fn borrow_header(
             pieces.push((true, data_start, bounds.end));
         }
     }
+    pieces
+}
+
+/// The plan that writes `pieces` with `header` in front of those that need one.
+fn borrowing(pieces: &[(bool, usize, usize)], header: &[u8]) -> Borrowed {
     let mut written = 0;
     let mut segments = Vec::new();
     let mut replaced = Vec::new();
@@ -877,9 +917,9 @@ pub fn borrow_header(
         });
         written += end - start;
     }
-    Ok(Borrowed {
+    Borrowed {
         header: header.to_vec(),
         segments,
         replaced,
-    })
+    }
 }

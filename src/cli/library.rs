@@ -1,8 +1,10 @@
-//! `bbcheck library`: add the format sets of DataFlash logs to a format library, the file that
-//! `salvage` lends definitions from (`src/dataflash/formats.txt` is the one bbcheck ships).
+//! `bbcheck library`: add the format sets of DataFlash logs to a format library, or the headers
+//! of Blackbox logs to a header library: the files `salvage` lends definitions from
+//! (`src/dataflash/formats.txt` and `src/blackbox/headers.txt` are the ones bbcheck ships).
 
 use super::output::AtomicFile;
 use super::{EXIT_CLEAN, Error, input, terminal};
+use crate::blackbox::{self, library::HeaderLibrary};
 use crate::dataflash::{self, library::Library};
 use std::io::Write;
 use std::path::PathBuf;
@@ -10,7 +12,8 @@ use std::sync::atomic::AtomicU64;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// DataFlash logs whose FMT sets to add, one per firmware build (the log's first MSG).
+    /// DataFlash logs whose FMT sets to add, one per firmware build (the log's first MSG), or
+    /// Blackbox logs whose headers to add, one per frame layout.
     #[arg(required = true, value_name = "LOG")]
     logs: Vec<PathBuf>,
     /// The library file to add them to (created if missing; a build already in it is replaced).
@@ -19,6 +22,10 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> Result<u8, Error> {
+    let first = input::open(&args.logs[0])?;
+    if blackbox::is_blackbox(&first) {
+        return run_blackbox(args);
+    }
     let mut library = match std::fs::read_to_string(&args.to) {
         Ok(text) => Library::parse(&text),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Library::default(),
@@ -28,7 +35,8 @@ pub fn run(args: &Args) -> Result<u8, Error> {
         let data = input::open(log)?;
         if !dataflash::is_dataflash(&data) {
             return Err(Error::Usage(format!(
-                "{}: not a DataFlash log; the library holds DataFlash format sets",
+                "{}: not a DataFlash log; the library holds DataFlash format sets (the first \
+                 log named is one)",
                 log.display()
             )));
         }
@@ -44,6 +52,51 @@ pub fn run(args: &Args) -> Result<u8, Error> {
         if !terminal::quiet() {
             let count = library.builds[build].len();
             println!("{}: {count} definitions of {build}", log.display());
+        }
+    }
+    let mut out = AtomicFile::create(&args.to)?;
+    out.writer()
+        .write_all(library.text().as_bytes())
+        .map_err(|e| Error::io(&args.to, e))?;
+    out.commit()?;
+    Ok(EXIT_CLEAN)
+}
+
+/// Add the header of every session of each Blackbox log to the header library `args.to`.
+fn run_blackbox(args: &Args) -> Result<u8, Error> {
+    let mut library = match std::fs::read_to_string(&args.to) {
+        Ok(text) => HeaderLibrary::parse(&text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => HeaderLibrary::default(),
+        Err(e) => return Err(Error::io(&args.to, e)),
+    };
+    for log in &args.logs {
+        let data = input::open(log)?;
+        if !blackbox::is_blackbox(&data) {
+            return Err(Error::Usage(format!(
+                "{}: not a Blackbox log; the library holds Blackbox headers (the first log named \
+                 is one)",
+                log.display()
+            )));
+        }
+        let (mut added, mut firmware) = (0, String::new());
+        for bounds in blackbox::find_sessions(&data) {
+            if let Some(entry) = library.add(&data, bounds.start, bounds.end) {
+                added += 1;
+                firmware = entry.firmware();
+            }
+        }
+        if added > 0 && !terminal::quiet() {
+            let layouts = library.entries.len();
+            println!(
+                "{}: {added} headers of {firmware}; {layouts} layouts",
+                log.display()
+            );
+        }
+        if added == 0 {
+            eprintln!(
+                "{}: left out: no session header defines I frames without a problem",
+                log.display()
+            );
         }
     }
     let mut out = AtomicFile::create(&args.to)?;

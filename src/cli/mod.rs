@@ -115,6 +115,9 @@ pub enum Error {
     /// Blackbox frame data without its header: the start of the log is lost (a damaged log, not
     /// an error: exit code 1).
     Headless { path: PathBuf, size: u64 },
+    /// Blackbox frame data without its header, and no header of the library fits it (a damaged
+    /// log: exit code 1).
+    NoHeaderFits { path: PathBuf, why: String },
     /// The arguments ask for something that cannot be done.
     Usage(String),
     /// Standard output was closed by the reader (not an error for the user).
@@ -147,10 +150,17 @@ impl fmt::Display for Error {
             Error::Headless { path, size } => write!(
                 f,
                 "{}: offset 0: Blackbox frame data without its header ({size} bytes, no log \
-                 start marker): the start of the log is lost. `bbcheck salvage {} -o OUT \
-                 --header-from DONOR` reads it with the header of another log of the same flight \
-                 controller and settings",
+                 start marker): the start of the log is lost. `bbcheck salvage {} -o OUT` reads \
+                 it with a header from bbcheck's library when one fits, `--header-from DONOR` \
+                 with the header of another log of the same flight controller and settings",
                 input::name(path),
+                input::name(path)
+            ),
+            Error::NoHeaderFits { path, why } => write!(
+                f,
+                "{}: offset 0: Blackbox frame data without its header: {why}; nothing written. \
+                 `--header-from DONOR` reads it with the header of another log of the same \
+                 flight controller and settings",
                 input::name(path)
             ),
             Error::UnknownFormat { path, size } => write!(
@@ -170,7 +180,7 @@ impl Error {
     /// (damage), 2 for the others.
     fn exit_code(&self) -> u8 {
         match self {
-            Error::Headless { .. } => EXIT_DAMAGED,
+            Error::Headless { .. } | Error::NoHeaderFits { .. } => EXIT_DAMAGED,
             _ => EXIT_ERROR,
         }
     }

@@ -2,6 +2,7 @@
 
 use super::output::{AtomicFile, ClosedFile};
 use super::{Detected, Error, LogFormat, detect, exit_once_written, input, terminal};
+use crate::blackbox::library::{Choice, HeaderLibrary};
 use crate::blackbox::{self, salvage::SalvagedSession, sink::Discard};
 use crate::dataflash::{self, library::Source};
 use crate::report::{CorruptSpan, Keep};
@@ -29,8 +30,10 @@ pub struct Args {
     #[arg(long)]
     json: bool,
     /// Blackbox: borrow the frame definitions from another log of the same firmware when the
-    /// input's header is missing or does not define the frames.
-    #[arg(long, value_name = "DONOR", conflicts_with = "fmt_from")]
+    /// input's header is missing or does not define the frames. With `auto` (and by default
+    /// for frame data without any header) they come from bbcheck's library of headers: the one
+    /// under which the most of the data forms trusted frames.
+    #[arg(long, value_name = "DONOR|auto", conflicts_with = "fmt_from")]
     header_from: Option<PathBuf>,
     /// DataFlash: borrow the FMT definitions the input lost from another log of the same
     /// firmware. Without it (or with `auto`) they come from bbcheck's library of firmware
@@ -97,9 +100,88 @@ fn lent_from(lent: &[(String, Source)]) -> String {
 #[derive(Serialize)]
 struct Summary<'a> {
     input: String,
+    /// The header bbcheck's library gave frame data that lost its own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    header_from_library: Option<LibraryHeader>,
     outputs: Vec<Output>,
     /// What was dropped, as byte spans of the input with their reasons.
     dropped: &'a [CorruptSpan],
+}
+
+/// The header the library gave, as the JSON summary states it.
+#[derive(Serialize)]
+struct LibraryHeader {
+    /// The firmware of the log the library's header came from.
+    firmware: String,
+    i_interval: u32,
+    p_interval: String,
+    /// Bytes of frame data tried, and those that formed trusted frames under this header and
+    /// under the best of another frame layout.
+    probed: u64,
+    trusted: u64,
+    runner_up: u64,
+    /// The craft's constants the header's predictors add, as that log set them: motor outputs
+    /// and battery voltage rest on them and may be offset by the lost header's difference.
+    assumed: Vec<AssumedConstant>,
+}
+
+#[derive(Serialize)]
+struct AssumedConstant {
+    setting: String,
+    value: i64,
+    fields: Vec<String>,
+}
+
+impl LibraryHeader {
+    fn of(c: &Choice) -> LibraryHeader {
+        LibraryHeader {
+            firmware: c.firmware.clone(),
+            i_interval: c.i_interval,
+            p_interval: c.p_interval.clone(),
+            probed: c.probed,
+            trusted: c.trusted,
+            runner_up: c.runner_up,
+            assumed: c
+                .constants
+                .iter()
+                .map(|(setting, value, fields)| AssumedConstant {
+                    setting: setting.clone(),
+                    value: *value,
+                    fields: fields.clone(),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// What the summary says of a header from the library.
+fn library_note(c: &Choice) -> String {
+    let share = |n: u64| 100.0 * n as f64 / c.probed.max(1) as f64;
+    let mut note = format!(
+        "header from bbcheck's library: the frame layout of {}, I interval {}, P interval {} (as \
+         the frames show); {:.1} % of the first {} bytes of frame data form trusted frames under \
+         it, {:.1} % under the next layout",
+        c.firmware,
+        c.i_interval,
+        c.p_interval,
+        share(c.trusted),
+        c.probed,
+        share(c.runner_up)
+    );
+    let assumed: Vec<String> = c
+        .constants
+        .iter()
+        .map(|(setting, value, fields)| format!("{setting} {value} ({})", fields.join(", ")))
+        .collect();
+    if !assumed.is_empty() {
+        note.push_str(&format!(
+            ". Values that rest on the craft's own settings take that log's: {}; they are offset \
+             by whatever the lost header set otherwise",
+            assumed.join("; ")
+        ));
+    }
+    note.push('\n');
+    note
 }
 
 #[derive(Serialize)]
@@ -252,21 +334,39 @@ pub fn run(args: &Args) -> Result<u8, Error> {
         (LogFormat::Auto, _, Some(_)) => LogFormat::Blackbox,
         (chosen, _, _) => chosen,
     };
-    let detected = detect(&args.input, &data, format)?;
+    // Frame data without a header borrows one from the library unless a donor is named.
+    let detected = match detect(&args.input, &data, format) {
+        Err(Error::Headless { .. }) if args.header_from.is_none() => Detected::Blackbox,
+        detected => detected?,
+    };
+    let source = match args.header_from.as_deref() {
+        Some(p) if p != Path::new("auto") => Some(HeaderSource::Donor(p)),
+        _ if detected == Detected::Blackbox && blackbox::salvage::lacks_header(&data) => {
+            Some(HeaderSource::Library)
+        }
+        _ => None,
+    };
     // The output is written as the work goes by and the input's mapped pages are released behind
     // it; what is printed waits for the progress bar to be gone.
     let reached = AtomicU64::new(0);
     let mut printed = String::new();
-    let code = match (detected, &args.header_from) {
-        (Detected::Blackbox, Some(donor)) => {
-            let refused = |e: String| {
-                Error::Usage(format!(
+    let code = match (detected, source) {
+        (Detected::Blackbox, Some(source)) => {
+            let refused = |e: String| match source {
+                HeaderSource::Donor(donor) => Error::Usage(format!(
                     "{}: header from {}: {e}",
                     args.input.display(),
                     donor.display()
-                ))
+                )),
+                HeaderSource::Library => Error::NoHeaderFits {
+                    path: args.input.clone(),
+                    why: e,
+                },
             };
-            let donor = input::open(donor)?;
+            let donor = match source {
+                HeaderSource::Donor(donor) => Some(input::open(donor)?),
+                HeaderSource::Library => None,
+            };
             // The input with the donor's header goes to a scratch file beside the output (removed
             // however the work ends), which is then read like any input: mapped when large.
             let name = args
@@ -277,10 +377,22 @@ pub fn run(args: &Args) -> Result<u8, Error> {
             let mut scratch =
                 AtomicFile::create(&args.output.with_file_name(format!("{name}.borrowed")))?;
             let hidden = ProgressBar::hidden();
+            let mut choice = None;
             let borrowed = input::bounded(&data, std::slice::from_ref(&reached), &hidden, || {
-                let borrowed =
-                    blackbox::salvage::borrow_header(&data, &donor, &mut input::release_searched)
-                        .map_err(refused)?;
+                let searched = &mut input::release_searched;
+                let borrowed = match &donor {
+                    Some(donor) => blackbox::salvage::borrow_header(&data, donor, searched),
+                    None => {
+                        let library = HeaderLibrary::builtin();
+                        blackbox::salvage::borrow_from_library(&data, &library, searched).map(
+                            |(borrowed, chosen)| {
+                                choice = Some(chosen);
+                                borrowed
+                            },
+                        )
+                    }
+                }
+                .map_err(refused)?;
                 let out = scratch.writer();
                 borrowed
                     .write_to(&data, out, |at| reached.store(at as u64, Ordering::Relaxed))
@@ -296,7 +408,11 @@ pub fn run(args: &Args) -> Result<u8, Error> {
                     reached: &reached,
                 };
                 borrowed.check(&copy, &mut followed).map_err(refused)?;
-                run_blackbox(args, &copy, Some(&borrowed), &reached, &mut printed)
+                let borrowed = Borrowing {
+                    plan: &borrowed,
+                    choice: choice.as_ref(),
+                };
+                run_blackbox(args, &copy, Some(borrowed), &reached, &mut printed)
             })?
         }
         _ => {
@@ -436,15 +552,32 @@ fn run_dataflash(
     Ok(exit_once_written(!report.is_clean(), args.fail_on_damage))
 }
 
-/// Salvage `data`: the input, or its copy with a donor's header in front of its sessions'
+/// Where a Blackbox header that the input lost comes from.
+#[derive(Clone, Copy)]
+enum HeaderSource<'a> {
+    Donor(&'a Path),
+    Library,
+}
+
+/// The input with a borrowed header in front of the data that lost its own, and the choice from
+/// the library when the header came from there.
+#[derive(Clone, Copy)]
+struct Borrowing<'a> {
+    plan: &'a blackbox::salvage::Borrowed,
+    choice: Option<&'a Choice>,
+}
+
+/// Salvage `data`: the input, or its copy with a borrowed header in front of its sessions'
 /// data (`borrowed`), whose offsets are mapped back to the input's in what is printed.
 fn run_blackbox(
     args: &Args,
     data: &[u8],
-    borrowed: Option<&blackbox::salvage::Borrowed>,
+    borrowing: Option<Borrowing<'_>>,
     reached: &AtomicU64,
     out: &mut String,
 ) -> Result<u8, Error> {
+    let borrowed = borrowing.map(|b| b.plan);
+    let choice = borrowing.and_then(|b| b.choice);
     if args.fmt_from.is_some() {
         return Err(Error::Usage(format!(
             "{}: --fmt-from applies to DataFlash logs",
@@ -526,6 +659,12 @@ fn run_blackbox(
         });
     }
     files.commit()?;
+    if !args.json
+        && !terminal::quiet()
+        && let Some(c) = choice
+    {
+        out.push_str(&library_note(c));
+    }
     if !args.json && !terminal::quiet() {
         for output in &outputs {
             let main: u64 = output.sessions.iter().map(|s| s.kept.i + s.kept.p).sum();
@@ -560,6 +699,7 @@ fn run_blackbox(
             .collect();
         let summary = Summary {
             input: name,
+            header_from_library: choice.map(LibraryHeader::of),
             outputs,
             dropped: &dropped,
         };

@@ -122,6 +122,20 @@ pub fn blackbox_salvage(data: &[u8]) {
     let (before, after) = (suspect(data), suspect(&out));
     let laundered = before.iter().zip(&after).position(|(&was, &is)| was && !is);
     assert_eq!(laundered, None, "a suspect main frame comes back trusted");
+    // Frame data without a header reads with one from the library, or is refused.
+    if crate::blackbox::salvage::lacks_header(data) {
+        let library = crate::blackbox::library::HeaderLibrary::builtin();
+        let borrowed = crate::blackbox::salvage::borrow_from_library(data, &library, &mut |_| {});
+        if let Ok((borrowed, choice)) = borrowed {
+            assert!(choice.trusted * 2 >= choice.probed && choice.runner_up <= choice.trusted);
+            let mut bytes = Vec::new();
+            borrowed.write_to(data, &mut bytes, |_| {}).unwrap();
+            let (_, report) = decode(&bytes);
+            if let Err(e) = report.check_accounting() {
+                panic!("byte accounting broken with a library header: {e}");
+            }
+        }
+    }
 }
 
 /// Per main frame decoded, whether it is suspect.

@@ -635,6 +635,76 @@ fn a_lost_header_is_borrowed_from_a_log_of_the_same_firmware() {
 }
 
 #[test]
+fn a_lost_header_comes_from_the_library_without_a_donor() {
+    let dir = TempDir::new("test-library-header");
+    let demo_bytes = std::fs::read(demo()).unwrap();
+    let report = check_json(demo().to_str().unwrap());
+    let first = &report["sessions"][0];
+    let (data_start, end) = (
+        first["data_start"].as_u64().unwrap() as usize,
+        first["end"].as_u64().unwrap() as usize,
+    );
+    // The first flight without its header and its first bytes.
+    let headless = dir.join("headless.bbl");
+    std::fs::write(&headless, &demo_bytes[data_start + 40..end]).unwrap();
+    let out = dir.join("rescued.bbl");
+    let args = [
+        "salvage",
+        headless.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    let result = bbcheck(&[&args[..], &["--json"]].concat());
+    assert_eq!(
+        result.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    let summary: Value = serde_json::from_slice(&result.stdout).unwrap();
+    let chosen = &summary["header_from_library"];
+    assert!(
+        chosen["firmware"].as_str().unwrap().contains("synthetic"),
+        "{summary}"
+    );
+    assert_eq!(chosen["i_interval"], 256);
+    let assumed = chosen["assumed"].as_array().unwrap();
+    assert!(
+        assumed.iter().any(|a| a["setting"] == "vbatref"),
+        "{summary}"
+    );
+    // The rescued flight holds the first one's frames but the first I frame, cut, and the 31 P
+    // frames of its interval.
+    let rescued = check_json(out.to_str().unwrap());
+    assert_eq!(rescued["verdict"], "clean", "{rescued}");
+    let frames = |r: &Value, k: &str| r["sessions"][0]["frames"][k].as_u64().unwrap();
+    assert_eq!(frames(&rescued, "I") + 1, frames(&report, "I"));
+    assert_eq!(frames(&rescued, "P") + 31, frames(&report, "P"));
+    // The summary says so in words.
+    let said = bbcheck(&args);
+    let said = String::from_utf8_lossy(&said.stdout);
+    assert!(said.contains("header from bbcheck's library"), "{said}");
+    // Frame data no layout of the library reads is refused, and nothing is written.
+    let mut garbled = demo_bytes[data_start + 40..end].to_vec();
+    for b in garbled.iter_mut().step_by(7) {
+        *b ^= 0x5a;
+    }
+    let garbled_path = dir.join("garbled.bbl");
+    std::fs::write(&garbled_path, &garbled).unwrap();
+    let refused_out = dir.join("refused.bbl");
+    let refused = bbcheck(&[
+        "salvage",
+        garbled_path.to_str().unwrap(),
+        "-o",
+        refused_out.to_str().unwrap(),
+    ]);
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{said}");
+    assert!(said.contains("no header of bbcheck's library"), "{said}");
+    assert!(!refused_out.exists());
+}
+
+#[test]
 fn a_large_headless_input_is_salvaged_with_a_borrowed_header_as_if_it_had_its_own() {
     // Over 32 MiB: the input and its copy with the donor's header are mapped, not read whole.
     let dir = TempDir::new("test-donor-large");

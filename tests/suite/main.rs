@@ -12,6 +12,7 @@ mod dataflash_corpus;
 mod dataflash_quality;
 mod fuzz_corpus;
 mod gps_home;
+mod header_library;
 mod html_report;
 mod implausible_value;
 mod independent_decoder;
