@@ -353,6 +353,10 @@ pub struct SessionReport {
     pub firmware: Firmware,
     pub firmware_revision: Option<String>,
     pub craft_name: Option<String>,
+    /// Blackbox: where the header came from, when salvage gave the session one from bbcheck's
+    /// header library (its `Header from` line).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub header_from: Option<String>,
     pub frames: FrameCounts,
     /// Accepted events by name.
     pub events: BTreeMap<String, u64>,

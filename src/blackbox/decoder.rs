@@ -16,6 +16,7 @@ use super::frame::FrameKind;
 use super::group::{Group, Item, LineFeedValue, Neighbours, Untrusted};
 use super::header::Header;
 use super::ledger::{self, Layout, Ledger};
+use super::library::HEADER_FROM;
 use super::predictor::{Context, MainHistory, Predictor};
 use super::sink::Sink;
 use crate::report::{DamageReason, FrameCounts, RegionKind, Rule, SessionReport, Trust};
@@ -321,6 +322,7 @@ impl<'a> SessionDecoder<'a> {
             firmware: header.firmware,
             firmware_revision: header.firmware_revision.clone(),
             craft_name: header.craft_name().map(str::to_owned),
+            header_from: header.get(HEADER_FROM).map(str::to_owned),
             frames: FrameCounts::default(),
             events: BTreeMap::new(),
             first_iteration: None,

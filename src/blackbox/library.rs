@@ -141,6 +141,26 @@ fn constants(header: &Header) -> Vec<(String, i64, Vec<String>)> {
     constants
 }
 
+/// The name of the header line that says a header came from the library.
+pub const HEADER_FROM: &str = "Header from";
+
+/// The header line that says where a header from the library came from and which of the craft's
+/// settings in it are that log's, so that a log written with it keeps saying so.
+fn provenance(firmware: &str, constants: &[(String, i64, Vec<String>)]) -> String {
+    let assumed: Vec<String> = constants
+        .iter()
+        .map(|(setting, value, _)| format!("{setting} {value}"))
+        .collect();
+    let firmware: String = firmware.chars().filter(|&c| c != ':').collect();
+    format!(
+        "H {HEADER_FROM}:bbcheck's header library, the layout of {firmware}; that log's {}\n",
+        match assumed.is_empty() {
+            true => "settings".to_owned(),
+            false => assumed.join(", "),
+        }
+    )
+}
+
 impl Choice {
     /// The runner-up's trusted bytes over the choice's.
     pub fn runner_up_share(&self) -> f64 {
@@ -253,12 +273,14 @@ impl HeaderLibrary {
                 let (i, p) = schedule
                     .found()
                     .unwrap_or((schedule.i_interval, schedule.p));
-                let header = entry.with_schedule(i, &p);
+                let mut header = entry.with_schedule(i, &p);
                 let trusted = read(&header, Validation::Thorough, &mut Schedule::default());
+                let (firmware, constants) = (entry.firmware(), constants(&entry.header()));
+                header.push_str(&provenance(&firmware, &constants));
                 Choice {
-                    constants: constants(&entry.header()),
+                    constants,
                     header: header.into_bytes(),
-                    firmware: entry.firmware(),
+                    firmware,
                     i_interval: i,
                     p_interval: p,
                     probed: probe.len() as u64,

@@ -447,6 +447,9 @@ fn write_session(out: &mut impl Write, s: &SessionReport, paint: Paint) -> io::R
         write!(out, ", craft \"{craft}\"")?;
     }
     writeln!(out)?;
+    if let Some(from) = &s.header_from {
+        writeln!(out, "    header from {from}")?;
+    }
     let f = &s.frames;
     write!(
         out,

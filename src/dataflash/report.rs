@@ -351,6 +351,7 @@ pub fn build(path: &str, data: &[u8], scan: Scan, observer: Observer) -> Datafla
             firmware: Firmware::Unknown,
             firmware_revision: stats.and_then(|s| s.first_msg.clone()),
             craft_name: None,
+            header_from: None,
             frames: FrameCounts::default(),
             events: BTreeMap::new(),
             first_iteration: None,

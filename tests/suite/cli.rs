@@ -677,6 +677,12 @@ fn a_lost_header_comes_from_the_library_without_a_donor() {
     // frames of its interval.
     let rescued = check_json(out.to_str().unwrap());
     assert_eq!(rescued["verdict"], "clean", "{rescued}");
+    // The salvaged log keeps saying where its header came from, and whose settings it holds.
+    let from = rescued["sessions"][0]["header_from"].as_str().unwrap();
+    assert!(
+        from.contains("header library") && from.contains("vbatref"),
+        "{from}"
+    );
     let frames = |r: &Value, k: &str| r["sessions"][0]["frames"][k].as_u64().unwrap();
     assert_eq!(frames(&rescued, "I") + 1, frames(&report, "I"));
     assert_eq!(frames(&rescued, "P") + 31, frames(&report, "P"));
