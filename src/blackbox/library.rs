@@ -68,20 +68,48 @@ impl Entry {
             .collect()
     }
 
-    /// The header with its schedule lines set to I interval `i` and P interval `p` (`1/N` or
-    /// `N/M`).
+    /// The header with its schedule lines set to I interval `i` and P interval `p`.
     fn with_schedule(&self, i: u32, p: &str) -> String {
-        let mut text: String = self
-            .text
-            .lines()
-            .filter(|l| {
-                let name = l.strip_prefix("H ").and_then(|l| l.split(':').next());
-                !name.is_some_and(|n| SCHEDULE.contains(&n))
-            })
-            .flat_map(|l| [l, "\n"])
-            .collect();
-        text.push_str(&format!("H I interval:{i}\nH P interval:{p}\n"));
-        text
+        with_schedule(&self.text, i, p)
+    }
+}
+
+/// The header `text` with its schedule lines set to I interval `i` and P interval `p` (`1/N` or
+/// `N/M`).
+fn with_schedule(text: &str, i: u32, p: &str) -> String {
+    let mut text: String = text
+        .lines()
+        .filter(|l| {
+            let name = l.strip_prefix("H ").and_then(|l| l.split(':').next());
+            !name.is_some_and(|n| SCHEDULE.contains(&n))
+        })
+        .flat_map(|l| [l, "\n"])
+        .collect();
+    text.push_str(&format!("H I interval:{i}\nH P interval:{p}\n"));
+    text
+}
+
+/// The data [`HeaderLibrary::choose`] tries headers on: the first [`PROBE`] bytes of `data`, up
+/// to the next log start marker.
+fn probe(data: &[u8]) -> &[u8] {
+    let end = memchr::memmem::find(data, LOG_START_MARKER).unwrap_or(data.len());
+    &data[..end.min(PROBE)]
+}
+
+/// A header borrowed for frame data (`header`, a donor log's) with its schedule set to what the
+/// data's frames show, when they show one: a craft logs at its own rate.
+pub fn fit_schedule(header: &[u8], data: &[u8]) -> Vec<u8> {
+    let Ok(text) = std::str::from_utf8(header) else {
+        return header.to_vec();
+    };
+    let mut schedule = Schedule::of(&Header::parse(header, 0, header.len()));
+    let bytes = [header, probe(data)].concat();
+    frame_data(&bytes, Validation::Reference, &mut schedule);
+    match schedule.found() {
+        Some((i, p)) if (i, &p) != (schedule.i_interval, &schedule.p) => {
+            with_schedule(text, i, &p).into_bytes()
+        }
+        _ => header.to_vec(),
     }
 }
 
@@ -244,9 +272,7 @@ impl HeaderLibrary {
     /// between two of them the P interval. Layouts that read less than half as much as the best
     /// are left there; the others are read again with that schedule, by every rule.
     pub fn choose(&self, data: &[u8]) -> Option<Choice> {
-        // The data up to the next header, if one comes soon.
-        let end = memchr::memmem::find(data, LOG_START_MARKER).unwrap_or(data.len());
-        let probe = &data[..end.min(PROBE)];
+        let probe = probe(data);
         let mut bytes = Vec::with_capacity(probe.len() + 16384);
         let mut read = |text: &str, validation, schedule: &mut Schedule| {
             bytes.clear();

@@ -835,9 +835,10 @@ fn donor_header(donor: &[u8]) -> Option<&[u8]> {
     })
 }
 
-/// Plan putting `donor`'s first header that defines I frames in front of the data of every
-/// session of `input` whose header does not (and of frame data before the first session, or of
-/// the whole input when it has no session at all), telling `searched` how far the search of
+/// Plan putting `donor`'s first header that defines I frames, its I and P interval set to what the
+/// frames show (see [`super::library::fit_schedule`]), in front of the data of every session of
+/// `input` whose header does not (and of frame data before the first session, or of the whole
+/// input when it has no session at all), telling `searched` how far the search of
 /// `input` for sessions has gone. The input is not copied: [`Borrowed::write_to`] writes the
 /// result, and [`Borrowed::check`] refuses it when the donor's layout does not fit.
 pub fn borrow_header(
@@ -847,7 +848,13 @@ pub fn borrow_header(
 ) -> Result<Borrowed, String> {
     let header =
         donor_header(donor).ok_or("the donor has no session whose header defines I frames")?;
-    Ok(borrowing(&headerless_pieces(input, searched), header))
+    let pieces = headerless_pieces(input, searched);
+    // The donor's craft may log at another rate: the schedule is the one the frames show.
+    let header = match pieces.iter().find(|(borrow, _, _)| *borrow) {
+        Some(&(_, start, end)) => super::library::fit_schedule(header, &input[start..end]),
+        None => header.to_vec(),
+    };
+    Ok(borrowing(&pieces, &header))
 }
 
 /// [`borrow_header`] with the header from `library` under which the most of the first frame

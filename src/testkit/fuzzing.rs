@@ -23,8 +23,9 @@ use crate::blackbox::writer::SessionWriter;
 pub type Check = fn(&[u8]);
 
 /// Every fuzz target by name, with the check it makes on an input.
-pub const TARGETS: [(&str, Check); 12] = [
+pub const TARGETS: [(&str, Check); 13] = [
     ("blackbox_check", blackbox_check),
+    ("blackbox_library", blackbox_library),
     ("blackbox_export", blackbox_export),
     ("blackbox_parallel", blackbox_parallel),
     ("blackbox_roundtrip", blackbox_roundtrip_bytes),
@@ -122,19 +123,35 @@ pub fn blackbox_salvage(data: &[u8]) {
     let (before, after) = (suspect(data), suspect(&out));
     let laundered = before.iter().zip(&after).position(|(&was, &is)| was && !is);
     assert_eq!(laundered, None, "a suspect main frame comes back trusted");
-    // Frame data without a header reads with one from the library, or is refused.
-    if crate::blackbox::salvage::lacks_header(data) {
-        let library = crate::blackbox::library::HeaderLibrary::builtin();
-        let borrowed = crate::blackbox::salvage::borrow_from_library(data, &library, &mut |_| {});
-        if let Ok((borrowed, choice)) = borrowed {
-            assert!(choice.trusted * 2 >= choice.probed && choice.runner_up <= choice.trusted);
-            let mut bytes = Vec::new();
-            borrowed.write_to(data, &mut bytes, |_| {}).unwrap();
-            let (_, report) = decode(&bytes);
-            if let Err(e) = report.check_accounting() {
-                panic!("byte accounting broken with a library header: {e}");
-            }
-        }
+}
+
+/// Read any bytes that lack a header with one from the header library: refused, or a choice
+/// under which half of the bytes tried form trusted frames, no better than its runner-up's, and
+/// whose written log accounts for every byte and carries the header it was given.
+pub fn blackbox_library(data: &[u8]) {
+    use crate::blackbox::library::{HEADER_FROM, HeaderLibrary};
+    if !crate::blackbox::salvage::lacks_header(data) {
+        return;
+    }
+    let library = HeaderLibrary::builtin();
+    let borrowed = crate::blackbox::salvage::borrow_from_library(data, &library, &mut |_| {});
+    let Ok((borrowed, choice)) = borrowed else {
+        return;
+    };
+    assert!(choice.trusted * 2 >= choice.probed && choice.runner_up <= choice.trusted);
+    let mut bytes = Vec::new();
+    borrowed.write_to(data, &mut bytes, |_| {}).unwrap();
+    let report = blackbox::decode("fuzz", &bytes, |_, _| {}, &mut Discard);
+    if let Err(e) = report.check_accounting() {
+        panic!("byte accounting broken with a library header: {e}");
+    }
+    let sessions = blackbox::sessions(&bytes);
+    for index in &borrowed.replaced {
+        let header = &sessions[index - 1].header;
+        assert!(
+            header.get(HEADER_FROM).is_some(),
+            "session {index} lost its provenance"
+        );
     }
 }
 

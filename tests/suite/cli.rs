@@ -615,6 +615,23 @@ fn a_lost_header_is_borrowed_from_a_log_of_the_same_firmware() {
     );
     // The rescued flight is the original one, byte for byte.
     assert_eq!(std::fs::read(&out).unwrap(), demo_bytes[..end]);
+    // A donor that logs at another rate lends its layout; the schedule is the frames' own.
+    let header = String::from_utf8(demo_bytes[..data_start].to_vec()).unwrap();
+    assert!(header.contains("H P interval:8\n"));
+    let faster = dir.join("faster.bbl");
+    std::fs::write(
+        &faster,
+        header.replace("H P interval:8\n", "H P interval:2\n"),
+    )
+    .unwrap();
+    let rescued = dir.join("rescued-faster.bbl");
+    let result = salvage_with_header_from(&headless, &rescued, &faster);
+    assert_eq!(result.status.code(), Some(0));
+    let (got, want) = (check_json(rescued.to_str().unwrap()), &report);
+    for key in ["frames", "first_iteration", "last_iteration", "duration_us"] {
+        assert_eq!(got["sessions"][0][key], want["sessions"][0][key], "{key}");
+    }
+    assert_eq!(got["verdict"], "clean");
     // A donor whose layout does not fit is refused, and nothing is written.
     let other = dir.join("other.bbl");
     let header = String::from_utf8(demo_bytes[..data_start].to_vec()).unwrap();
