@@ -114,7 +114,12 @@ pub enum Error {
     UnknownFormat { path: PathBuf, size: u64 },
     /// Blackbox frame data without its header: the start of the log is lost (a damaged log, not
     /// an error: exit code 1).
-    Headless { path: PathBuf, size: u64 },
+    Headless {
+        path: PathBuf,
+        size: u64,
+        /// The firmware whose layout, from bbcheck's header library, reads the data, if one does.
+        fits: Option<String>,
+    },
     /// Blackbox frame data without its header, and no header of the library fits it (a damaged
     /// log: exit code 1).
     NoHeaderFits { path: PathBuf, why: String },
@@ -147,15 +152,27 @@ impl fmt::Display for Error {
                 "{}: offset 0: not a Blackbox log (no log start marker in {size} bytes)",
                 input::name(path)
             ),
-            Error::Headless { path, size } => write!(
-                f,
-                "{}: offset 0: Blackbox frame data without its header ({size} bytes, no log \
-                 start marker): the start of the log is lost. `bbcheck salvage {} -o OUT` reads \
-                 it with a header from bbcheck's library when one fits, `--header-from DONOR` \
-                 with the header of another log of the same flight controller and settings",
-                input::name(path),
-                input::name(path)
-            ),
+            Error::Headless { path, size, fits } => {
+                let name = input::name(path);
+                write!(
+                    f,
+                    "{name}: offset 0: Blackbox frame data without its header ({size} bytes, no \
+                     log start marker): the start of the log is lost. "
+                )?;
+                match fits {
+                    Some(firmware) => write!(
+                        f,
+                        "The layout of {firmware}, from bbcheck's header library, reads it: \
+                         `bbcheck salvage {name} -o OUT` writes it with that header"
+                    ),
+                    None => write!(
+                        f,
+                        "No layout of bbcheck's header library reads it: `bbcheck salvage {name} \
+                         -o OUT --header-from DONOR` reads it with the header of another log of \
+                         the same flight controller and settings"
+                    ),
+                }
+            }
             Error::NoHeaderFits { path, why } => write!(
                 f,
                 "{}: offset 0: Blackbox frame data without its header: {why}; nothing written. \
@@ -185,11 +202,22 @@ impl Error {
         }
     }
 
+    /// The error for Blackbox frame data without a header, `data`, saying whether a header of the
+    /// library reads it.
+    fn headless(path: PathBuf, data: &[u8]) -> Error {
+        let library = crate::blackbox::library::HeaderLibrary::builtin();
+        Error::Headless {
+            path,
+            size: data.len() as u64,
+            fits: library.choose(data).map(|c| c.firmware),
+        }
+    }
+
     /// The error for a file read as Blackbox that holds no log start marker.
     fn not_a_blackbox_log(path: &Path, data: &[u8]) -> Error {
         let (path, size) = (path.to_owned(), data.len() as u64);
         if crate::blackbox::is_headless_frame_data(data) {
-            Error::Headless { path, size }
+            Error::headless(path, data)
         } else {
             Error::NotALog { path, size }
         }
@@ -243,10 +271,9 @@ fn detect(path: &Path, data: &[u8], choice: LogFormat) -> Result<Detected, Error
         LogFormat::Auto if dataflash::starts_as_dataflash(data) => Ok(Detected::Dataflash),
         LogFormat::Auto if blackbox::is_blackbox(data) => Ok(Detected::Blackbox),
         LogFormat::Auto if dataflash::is_dataflash(data) => Ok(Detected::Dataflash),
-        LogFormat::Auto if blackbox::is_headless_frame_data(data) => Err(Error::Headless {
-            path: path.to_owned(),
-            size: data.len() as u64,
-        }),
+        LogFormat::Auto if blackbox::is_headless_frame_data(data) => {
+            Err(Error::headless(path.to_owned(), data))
+        }
         LogFormat::Auto => Err(Error::UnknownFormat {
             path: path.to_owned(),
             size: data.len() as u64,

@@ -664,6 +664,14 @@ fn a_lost_header_comes_from_the_library_without_a_donor() {
     // The first flight without its header and its first bytes.
     let headless = dir.join("headless.bbl");
     std::fs::write(&headless, &demo_bytes[data_start + 40..end]).unwrap();
+    // `check` says it is damaged, and which layout of the library reads it.
+    let checked = bbcheck(&["check", headless.to_str().unwrap()]);
+    assert_eq!(checked.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&checked.stderr);
+    assert!(
+        said.contains("(synthetic) SYNTH, from bbcheck's header library, reads it"),
+        "{said}"
+    );
     let out = dir.join("rescued.bbl");
     let args = [
         "salvage",
@@ -714,6 +722,12 @@ fn a_lost_header_comes_from_the_library_without_a_donor() {
     }
     let garbled_path = dir.join("garbled.bbl");
     std::fs::write(&garbled_path, &garbled).unwrap();
+    let checked = bbcheck(&["check", garbled_path.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&checked.stderr);
+    assert!(
+        said.contains("No layout of bbcheck's header library reads it"),
+        "{said}"
+    );
     let refused_out = dir.join("refused.bbl");
     let refused = bbcheck(&[
         "salvage",
