@@ -27,6 +27,9 @@ pub const NOT_TEXT: &str = "header line holds bytes that are not text";
 /// judged to be line feeds, and a log holding no carriage return reads the same after another
 /// text-mode copy.
 pub const LINE_FEEDS_CHECKED: (&str, &str) = ("Line feeds", "checked");
+/// The name of the header line by which a header salvage took from bbcheck's header library says
+/// so (see [`crate::blackbox::library`]).
+pub const HEADER_FROM: &str = "Header from";
 
 pub use crate::report::Firmware;
 

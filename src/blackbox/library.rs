@@ -16,7 +16,7 @@
 
 use super::decoder::Validation;
 use super::frame::FrameKind;
-use super::header::{Header, LOG_START_MARKER};
+use super::header::{HEADER_FROM, Header, LOG_START_MARKER};
 use super::predictor::Predictor;
 use super::sink::{Frame, Sink};
 use crate::report::RegionKind;
@@ -168,9 +168,6 @@ fn constants(header: &Header) -> Vec<(String, i64, Vec<String>)> {
     }
     constants
 }
-
-/// The name of the header line that says a header came from the library.
-pub const HEADER_FROM: &str = "Header from";
 
 /// The header line that says where a header from the library came from and which of the craft's
 /// settings in it are that log's, so that a log written with it keeps saying so.

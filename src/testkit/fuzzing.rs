@@ -129,7 +129,7 @@ pub fn blackbox_salvage(data: &[u8]) {
 /// under which half of the bytes tried form trusted frames, no better than its runner-up's, and
 /// whose written log accounts for every byte and carries the header it was given.
 pub fn blackbox_library(data: &[u8]) {
-    use crate::blackbox::library::{HEADER_FROM, HeaderLibrary};
+    use crate::blackbox::{header::HEADER_FROM, library::HeaderLibrary};
     if !crate::blackbox::salvage::lacks_header(data) {
         return;
     }
