@@ -879,9 +879,10 @@ pub fn borrow_from_library(
     Ok((borrowing(&pieces, &choice.header), choice))
 }
 
-/// Whether some frame data of `input` has no header that defines I frames.
-pub fn lacks_header(input: &[u8]) -> bool {
-    headerless_pieces(input, &mut |_| {})
+/// Whether some frame data of `input` has no header that defines I frames, telling `searched`
+/// how far the search for sessions has gone.
+pub fn lacks_header(input: &[u8], searched: &mut dyn FnMut(usize)) -> bool {
+    headerless_pieces(input, searched)
         .iter()
         .any(|&(borrow, _, _)| borrow)
 }

@@ -341,9 +341,7 @@ pub fn run(args: &Args) -> Result<u8, Error> {
     };
     let source = match args.header_from.as_deref() {
         Some(p) if p != Path::new("auto") => Some(HeaderSource::Donor(p)),
-        _ if detected == Detected::Blackbox && blackbox::salvage::lacks_header(&data) => {
-            Some(HeaderSource::Library)
-        }
+        _ if detected == Detected::Blackbox && lacks_header(&data) => Some(HeaderSource::Library),
         _ => None,
     };
     // The output is written as the work goes by and the input's mapped pages are released behind
@@ -550,6 +548,14 @@ fn run_dataflash(
         push_json(out, &summary)?;
     }
     Ok(exit_once_written(!report.is_clean(), args.fail_on_damage))
+}
+
+/// Whether some frame data of `data` has no header, searched with the mapped pages released
+/// behind the search.
+fn lacks_header(data: &input::Input) -> bool {
+    input::bounded(data, &[], &ProgressBar::hidden(), || {
+        blackbox::salvage::lacks_header(data, &mut input::release_searched)
+    })
 }
 
 /// Where a Blackbox header that the input lost comes from.

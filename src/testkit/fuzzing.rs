@@ -130,7 +130,7 @@ pub fn blackbox_salvage(data: &[u8]) {
 /// whose written log accounts for every byte and carries the header it was given.
 pub fn blackbox_library(data: &[u8]) {
     use crate::blackbox::{header::HEADER_FROM, library::HeaderLibrary};
-    if !crate::blackbox::salvage::lacks_header(data) {
+    if !crate::blackbox::salvage::lacks_header(data, &mut |_| {}) {
         return;
     }
     let library = HeaderLibrary::builtin();

@@ -149,7 +149,7 @@ fn recover(intact: &[u8], cut: usize, library: &HeaderLibrary) -> Option<Outcome
     let data = &intact[cut..];
     // A cut that leaves too little of a session to tell frame data by leaves nothing to borrow
     // for.
-    if !lacks_header(data) {
+    if !lacks_header(data, &mut |_| {}) {
         return None;
     }
     let Ok((borrowed, choice)) = borrow_from_library(data, library, &mut |_| {}) else {
