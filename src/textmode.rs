@@ -66,6 +66,11 @@ impl NewlineCounts {
         self.carriage_returns = self.carriage_returns.saturating_add(count(b'\r'));
     }
 
+    /// Line feeds counted so far.
+    pub fn line_feeds(&self) -> usize {
+        self.line_feeds
+    }
+
     /// Whether the data counted so far reads as a Windows → Unix text-mode copy (see
     /// [`is_newline_converted`]).
     pub fn is_newline_converted(&self) -> bool {

@@ -714,6 +714,11 @@ fn write_suspect_span(
         (Some(field), Rule::NotANumber) => {
             write!(out, ", {field} not a number after finite values")?
         }
+        (Some(field), Rule::LineFeed) if dataflash => write!(
+            out,
+            ", a line feed in {field}, which as a carriage return would read {:+} in its raw value",
+            e.offset
+        )?,
         (Some(field), Rule::LineFeed) => write!(
             out,
             ", {field} {:+} as a carriage return, and neither reading joins the frames around it \

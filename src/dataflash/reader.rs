@@ -15,10 +15,12 @@
 //! erased-flash or zero tail starts. Otherwise the scan backtracks into it, one byte after its
 //! first, to try every candidate header inside, and the corrupt span starts where the garbled
 //! message started. In a file copied in text mode (line feeds but not one carriage return in a
-//! long stretch), every message holding a line feed is refused: each may have been a carriage
+//! long stretch), a message holding a line feed is suspect, or refused where the line feed lies
+//! in its header or time (see [`super::evidence::line_feed`]): each may have been a carriage
 //! return.
 
 use super::evidence::Judge;
+use super::evidence::line_feed::{self, LineFeeds};
 use super::fmt::{
     FMT_TYPE, Format, FormatProblem, Formats, HEADER, HEADER_LEN, ProblemKind, Role, decode_name,
 };
@@ -745,6 +747,8 @@ impl Scanner<'_> {
                 bytes,
                 trust: Trust::Trusted,
             };
+            // In a text-mode copy, what its line feeds leave in doubt.
+            let mut line_feed = None;
             // Only the thorough rules read TimeUS; once per message.
             let time = match self.rules {
                 Rules::Thorough => message.time_us(),
@@ -763,10 +767,16 @@ impl Scanner<'_> {
                     pos += 1;
                     continue;
                 }
-                if self.newline_converted && memchr::memchr(b'\n', bytes).is_some() {
-                    self.reject(DamageReason::NewlineConverted);
-                    pos += message_len;
-                    continue;
+                if self.newline_converted {
+                    match line_feed::judge(format, bytes) {
+                        LineFeeds::None => {}
+                        LineFeeds::Suspect(evidence) => line_feed = Some(evidence),
+                        LineFeeds::Refused => {
+                            self.reject(DamageReason::NewlineConverted);
+                            pos += message_len;
+                            continue;
+                        }
+                    }
                 }
                 let timing = match time {
                     Some(time) if defined.is_none() && self.old_from.is_none() => {
@@ -829,9 +839,12 @@ impl Scanner<'_> {
                     .filter(|&last| is_pause(time_after(last, t, narrow)));
                 self.last_time = time;
             }
-            if self.rules == Rules::Thorough
-                && let Some(evidence) = self.judge.judge(&message)
-            {
+            // The values learned: a line feed's doubt comes first.
+            let value_evidence = match self.rules {
+                Rules::Thorough => self.judge.judge(&message),
+                Rules::Reference => None,
+            };
+            if let Some(evidence) = line_feed.or(value_evidence) {
                 message.trust = Trust::Suspect;
                 note_suspect(&mut self.suspects, &message, time, evidence);
             }
@@ -915,16 +928,29 @@ pub fn scan<S: Sink>(data: &[u8], sink: &mut S) -> Scan {
 /// [`copied_in_text_mode`]).
 pub const LINE_FEEDS_CHECKED: &[u8] = b"bbcheck salvage: line feeds stand as written";
 
+/// The text of the message by which a log salvaged from a text-mode copy says its line feeds are
+/// still in doubt, where its own counts would not show it to be a copy (see
+/// [`copied_in_text_mode`]).
+pub const LINE_FEEDS_IN_DOUBT: &[u8] = b"bbcheck salvage: line feeds in doubt";
+
 /// Whether `data` was copied in text mode (see [`crate::textmode::is_newline_converted`]), unless
-/// it holds the message by which salvage says its line feeds were checked: leaving out damaged
-/// stretches that held a log's carriage returns can make a salvaged log look like a copy.
+/// it holds the message by which salvage says its line feeds were checked (leaving out damaged
+/// stretches that held a log's carriage returns can make a salvaged log look like a copy), or
+/// the one by which it says they are in doubt (a salvaged copy keeps its messages that hold line
+/// feeds, suspect, and may hold too few of them to show it is one).
 pub fn copied_in_text_mode(data: &[u8]) -> bool {
-    crate::textmode::is_newline_converted(data) && !says_line_feeds_stand(data)
+    (crate::textmode::is_newline_converted(data) && !says_line_feeds_stand(data))
+        || says_line_feeds_in_doubt(data)
 }
 
 /// Whether `data` holds the message [`LINE_FEEDS_CHECKED`].
 pub fn says_line_feeds_stand(data: &[u8]) -> bool {
     memchr::memmem::find(data, LINE_FEEDS_CHECKED).is_some()
+}
+
+/// Whether `data` holds the message [`LINE_FEEDS_IN_DOUBT`].
+pub fn says_line_feeds_in_doubt(data: &[u8]) -> bool {
+    memchr::memmem::find(data, LINE_FEEDS_IN_DOUBT).is_some()
 }
 
 /// Scan `data` by `rules`, starting from the format table `formats` (FMT alone, or definitions

@@ -12,7 +12,10 @@ use super::fmt::{Definition, FMT_TYPE, FieldType, Format, Formats, HEADER, Role}
 use super::message::{
     Message, definition_from_values, fmtu_from_values, mult_from_values, unit_from_values,
 };
-use super::reader::{LINE_FEEDS_CHECKED, Noting, Rules, Sink, says_line_feeds_stand, scan_with};
+use super::reader::{
+    LINE_FEEDS_CHECKED, LINE_FEEDS_IN_DOUBT, Noting, Rules, Sink, copied_in_text_mode,
+    says_line_feeds_in_doubt, says_line_feeds_stand, scan_with,
+};
 use super::report::{DataflashReport, Observer, build};
 use crate::report::{Keep, Trust};
 use crate::textmode::NewlineCounts;
@@ -38,7 +41,8 @@ pub struct SalvageSummary {
     /// Input byte spans left out, with where the output continues after each.
     pub dropped: Vec<DroppedSpan>,
     /// Whether the output ends with a message saying its line feeds stand as written (without
-    /// it, the output would read as a text-mode copy though the input did not).
+    /// it, the output would read as a text-mode copy though the input did not), or that they are
+    /// in doubt (salvaged from a copy, it would not read as one).
     pub line_feeds_marked: bool,
 }
 
@@ -230,8 +234,8 @@ impl<'a> Writer<'a> {
     }
 
     /// Write a type of its own (the highest type byte the output leaves free) and one message of
-    /// it, [`LINE_FEEDS_CHECKED`].
-    fn mark_line_feeds(&mut self) {
+    /// it, `note` ([`LINE_FEEDS_CHECKED`] or [`LINE_FEEDS_IN_DOUBT`]).
+    fn mark_line_feeds(&mut self, note: &'static [u8]) {
         let Some(type_id) = (1..FMT_TYPE)
             .rev()
             .chain((FMT_TYPE + 1..=u8::MAX).rev())
@@ -252,7 +256,7 @@ impl<'a> Writer<'a> {
         let Some(fmt) = fmt_message(&self.fmt_layout, &format) else {
             return;
         };
-        let note = Field::Text(LINE_FEEDS_CHECKED);
+        let note = Field::Text(note);
         let Some(message) = build_message(&format, |_| Some(note)) else {
             return;
         };
@@ -527,12 +531,20 @@ pub fn salvage_into(
     let report = build(path, data, scan, observer);
     writer.pass_on(true);
     // Read as a text-mode copy, the output would have its line feeds doubted: it says they
-    // were checked (unless the input was such a copy, or says so already).
-    if writer.newlines.is_newline_converted()
-        && !crate::textmode::is_newline_converted(data)
-        && !says_line_feeds_stand(data)
+    // were checked (unless the input was such a copy, or says so already). Salvaged from a copy,
+    // it keeps the messages holding line feeds as suspect: it says they are in doubt where its
+    // counts would not show it to be a copy.
+    let converted = writer.newlines.is_newline_converted();
+    let input_copy = copied_in_text_mode(data);
+    if converted && !crate::textmode::is_newline_converted(data) && !says_line_feeds_stand(data) {
+        writer.mark_line_feeds(LINE_FEEDS_CHECKED);
+        writer.pass_on(true);
+    } else if input_copy
+        && !converted
+        && writer.newlines.line_feeds() > 0
+        && !says_line_feeds_in_doubt(data)
     {
-        writer.mark_line_feeds();
+        writer.mark_line_feeds(LINE_FEEDS_IN_DOUBT);
         writer.pass_on(true);
     }
     if let Some(e) = writer.error {

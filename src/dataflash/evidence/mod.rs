@@ -3,8 +3,10 @@
 //!
 //! - corrupt (structural: the bytes cannot be read in step, they are reported as a corrupt span):
 //!   a message must end where another starts, the end of the data or its padding; its type must
-//!   be defined; its `TimeUS` must fit the messages around it; in a text-mode copy it must hold no
-//!   line feed. These live in the reader's scan.
+//!   be defined; its `TimeUS` must fit the messages around it. These live in the reader's scan.
+//! - in a text-mode copy, a message holding a [`line_feed`] is suspect where it lies in a value
+//!   (the byte may have been a carriage return), and refused where it lies in the header, the
+//!   time or a definition.
 //! - suspect (value evidence only: the message ends in step and is kept, marked): [`value_range`]
 //!   and [`not_a_number`], on the float columns of each (type, instance), learned from the
 //!   messages accepted before it in the log. A message spliced from the head of one and the tail
@@ -15,6 +17,7 @@
 //! once (flags, angles in centidegrees, counters), so a range learned from them says little.
 //! `tests/suite/clean_flights.rs` holds the calibration: on every clean real log no rule fires.
 
+pub mod line_feed;
 pub mod not_a_number;
 pub mod value_range;
 
