@@ -7,7 +7,7 @@ use super::{EXIT_CLEAN, Error, input, terminal};
 use crate::blackbox::{self, library::HeaderLibrary};
 use crate::dataflash::{self, library::Library};
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 
 #[derive(Debug, clap::Args)]
@@ -26,11 +26,7 @@ pub fn run(args: &Args) -> Result<u8, Error> {
     if blackbox::is_blackbox(&first) {
         return run_blackbox(args);
     }
-    let mut library = match std::fs::read_to_string(&args.to) {
-        Ok(text) => Library::parse(&text),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Library::default(),
-        Err(e) => return Err(Error::io(&args.to, e)),
-    };
+    let mut library = read(&args.to)?.map_or_else(Library::default, |t| Library::parse(&t));
     for log in &args.logs {
         let data = input::open(log)?;
         if !dataflash::is_dataflash(&data) {
@@ -54,21 +50,13 @@ pub fn run(args: &Args) -> Result<u8, Error> {
             println!("{}: {count} definitions of {build}", log.display());
         }
     }
-    let mut out = AtomicFile::create(&args.to)?;
-    out.writer()
-        .write_all(library.text().as_bytes())
-        .map_err(|e| Error::io(&args.to, e))?;
-    out.commit()?;
-    Ok(EXIT_CLEAN)
+    write(&args.to, &library.text())
 }
 
 /// Add the header of every session of each Blackbox log to the header library `args.to`.
 fn run_blackbox(args: &Args) -> Result<u8, Error> {
-    let mut library = match std::fs::read_to_string(&args.to) {
-        Ok(text) => HeaderLibrary::parse(&text),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => HeaderLibrary::default(),
-        Err(e) => return Err(Error::io(&args.to, e)),
-    };
+    let mut library =
+        read(&args.to)?.map_or_else(HeaderLibrary::default, |t| HeaderLibrary::parse(&t));
     for log in &args.logs {
         let data = input::open(log)?;
         if !blackbox::is_blackbox(&data) {
@@ -99,10 +87,24 @@ fn run_blackbox(args: &Args) -> Result<u8, Error> {
             );
         }
     }
-    let mut out = AtomicFile::create(&args.to)?;
+    write(&args.to, &library.text())
+}
+
+/// The text of the library file `path`, or `None` when there is none yet.
+fn read(path: &Path) -> Result<Option<String>, Error> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io(path, e)),
+    }
+}
+
+/// Write the library `text` to `path`, whole or not at all.
+fn write(path: &Path, text: &str) -> Result<u8, Error> {
+    let mut out = AtomicFile::create(path)?;
     out.writer()
-        .write_all(library.text().as_bytes())
-        .map_err(|e| Error::io(&args.to, e))?;
+        .write_all(text.as_bytes())
+        .map_err(|e| Error::io(path, e))?;
     out.commit()?;
     Ok(EXIT_CLEAN)
 }
