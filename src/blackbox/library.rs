@@ -42,12 +42,7 @@ pub struct Entry {
 impl Entry {
     /// The firmware the header names (its revision, or its type).
     pub fn firmware(&self) -> String {
-        let header = self.header();
-        header
-            .firmware_revision
-            .clone()
-            .or_else(|| header.get("Firmware type").map(str::to_owned))
-            .unwrap_or_else(|| "unknown firmware".to_owned())
+        firmware(&self.header())
     }
 
     fn header(&self) -> Header {
@@ -67,11 +62,15 @@ impl Entry {
             .map(str::to_owned)
             .collect()
     }
+}
 
-    /// The header with its schedule lines set to I interval `i` and P interval `p`.
-    fn with_schedule(&self, i: u32, p: &str) -> String {
-        with_schedule(&self.text, i, p)
-    }
+/// The firmware `header` names (its revision, or its type).
+fn firmware(header: &Header) -> String {
+    header
+        .firmware_revision
+        .clone()
+        .or_else(|| header.get("Firmware type").map(str::to_owned))
+        .unwrap_or_else(|| "unknown firmware".to_owned())
 }
 
 /// The header `text` with its schedule lines set to I interval `i` and P interval `p` (`1/N` or
@@ -176,7 +175,6 @@ fn provenance(firmware: &str, constants: &[(String, i64, Vec<String>)]) -> Strin
         .iter()
         .map(|(setting, value, _)| format!("{setting} {value}"))
         .collect();
-    let firmware: String = firmware.chars().filter(|&c| c != ':').collect();
     format!(
         "H {HEADER_FROM}:bbcheck's header library, the layout of {firmware}; that log's {}\n",
         match assumed.is_empty() {
@@ -277,47 +275,50 @@ impl HeaderLibrary {
             bytes.extend_from_slice(probe);
             frame_data(&bytes, validation, schedule)
         };
-        let first_reads: Vec<(u64, Schedule)> = self
+        let first_reads: Vec<(&Entry, Header, u64, Schedule)> = self
             .entries
             .iter()
             .map(|entry| {
-                let mut schedule = Schedule::of(&entry.header());
+                let header = entry.header();
+                let mut schedule = Schedule::of(&header);
                 let bytes = read(&entry.text, Validation::Reference, &mut schedule);
-                (bytes, schedule)
+                (entry, header, bytes, schedule)
             })
             .collect();
-        let most = first_reads.iter().map(|(b, _)| *b).max().unwrap_or(0);
-        let mut candidates: Vec<Choice> = self
-            .entries
-            .iter()
-            .zip(first_reads)
-            .filter(|(_, (b, _))| *b > 0 && b * 2 >= most)
-            .map(|(entry, (_, schedule))| {
+        let most = first_reads.iter().map(|r| r.2).max().unwrap_or(0);
+        // Each layout read again with its schedule: (trusted bytes, text, parsed, I, P interval).
+        let mut candidates: Vec<(u64, String, Header, u32, String)> = first_reads
+            .into_iter()
+            .filter(|&(_, _, b, _)| b > 0 && b * 2 >= most)
+            .map(|(entry, header, _, schedule)| {
                 let (i, p) = schedule
                     .found()
                     .unwrap_or((schedule.i_interval, schedule.p));
-                let mut header = entry.with_schedule(i, &p);
-                let trusted = read(&header, Validation::Thorough, &mut Schedule::default());
-                let (firmware, constants) = (entry.firmware(), constants(&entry.header()));
-                header.push_str(&provenance(&firmware, &constants));
-                Choice {
-                    constants,
-                    header: header.into_bytes(),
-                    firmware,
-                    i_interval: i,
-                    p_interval: p,
-                    probed: probe.len() as u64,
-                    trusted,
-                    runner_up: 0,
-                }
+                let text = with_schedule(&entry.text, i, &p);
+                let trusted = read(&text, Validation::Thorough, &mut Schedule::default());
+                (trusted, text, header, i, p)
             })
             .collect();
         // The most trusted; of equals, the first.
-        candidates.sort_by_key(|c| std::cmp::Reverse(c.trusted));
+        candidates.sort_by_key(|c| std::cmp::Reverse(c.0));
         let mut candidates = candidates.into_iter();
-        let mut best = candidates.next()?;
-        best.runner_up = candidates.next().map_or(0, |c| c.trusted);
-        (best.trusted * 2 >= best.probed).then_some(best)
+        let (trusted, mut text, header, i_interval, p_interval) = candidates.next()?;
+        let runner_up = candidates.next().map_or(0, |c| c.0);
+        if trusted * 2 < probe.len() as u64 {
+            return None;
+        }
+        let (firmware, constants) = (firmware(&header), constants(&header));
+        text.push_str(&provenance(&firmware, &constants));
+        Some(Choice {
+            header: text.into_bytes(),
+            firmware,
+            i_interval,
+            p_interval,
+            probed: probe.len() as u64,
+            trusted,
+            runner_up,
+            constants,
+        })
     }
 }
 
