@@ -199,14 +199,25 @@ pub fn bounded<T>(
                 }
             }
         });
+        // Stops the ticker when the work ends, also by a panic (else the scope would wait for
+        // it forever).
+        let _stop = Stop(&done);
         let working = map.map(|map| Working(WORKING_MAP.with(|m| m.replace(map))));
         let result = work();
         drop(working);
-        done.store(true, Ordering::Relaxed);
         result
     });
     bar.finish_and_clear();
     result
+}
+
+/// Sets its flag when dropped.
+struct Stop<'a>(&'a AtomicBool);
+
+impl Drop for Stop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
 }
 
 /// A progress bar over `total` bytes on standard error, only when it is a terminal and output is
