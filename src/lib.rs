@@ -8,6 +8,7 @@
 
 pub mod blackbox;
 pub mod cli;
+pub mod columnar;
 pub mod dataflash;
 mod decimal;
 pub mod periodic;

@@ -129,6 +129,16 @@ pub enum Trust {
     Suspect,
 }
 
+impl Trust {
+    /// The word for the level: `trusted` or `suspect`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Trust::Trusted => "trusted",
+            Trust::Suspect => "suspect",
+        }
+    }
+}
+
 /// Which accepted frames an export or a salvaged log holds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Keep {

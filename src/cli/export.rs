@@ -1,10 +1,11 @@
-//! `bbcheck export`: the accepted frames as JSON Lines on standard output, or as one CSV file per
-//! session in the layout of the reference C decoder.
+//! `bbcheck export`: the accepted frames as JSON Lines on standard output, as one CSV file per
+//! session in the layout of the reference C decoder, or as Parquet tables.
 
 use super::output::{AtomicFile, ClosedFile, WRITE_BUFFER};
 use super::{Detected, EXIT_CLEAN, Error, LogFormat, detect, exit_once_written, input, terminal};
 use crate::blackbox::export::csv::{self, ReferenceCsv};
 use crate::blackbox::export::jsonl::JsonlSink;
+use crate::blackbox::export::parquet::ParquetSink;
 use crate::blackbox::frame::FrameKind;
 use crate::blackbox::sink::{EventFrame, Frame, Sink};
 use crate::blackbox::stats::Statistics;
@@ -16,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 
 #[derive(Debug, clap::Args)]
-#[command(group(clap::ArgGroup::new("format").required(true).args(["jsonl", "csv"])))]
+#[command(group(clap::ArgGroup::new("format").required(true).args(["jsonl", "csv", "parquet"])))]
 pub struct Args {
     /// Log files to export (`-` reads standard input); directories are searched recursively,
     /// and files in them that hold no log are skipped. With several, JSON Lines gives each
@@ -36,7 +37,15 @@ pub struct Args {
     /// headings).
     #[arg(long)]
     csv: bool,
-    /// Directory for CSV files, created if missing (default: the input's directory).
+    /// Parquet tables (zstd), typed as the log declares its fields, for pandas, polars, DuckDB
+    /// or Spark. Blackbox: per session NN `<stem>.NN.main.parquet` (I and P frames),
+    /// `.slow`, `.gps`, `.home` and `.events` when the session has such frames, the header
+    /// lines as the file's metadata. DataFlash: one per message type, `<stem>.<NAME>.parquet`,
+    /// units and multipliers as column metadata. Each row also has its `offset` and `trust`.
+    #[arg(long)]
+    parquet: bool,
+    /// Directory for CSV and Parquet files, created if missing (default: the input's
+    /// directory).
     #[arg(long, short = 'o')]
     output_dir: Option<PathBuf>,
     /// Read the file as this format instead of deciding from its content.
@@ -50,8 +59,8 @@ pub struct Args {
     /// command exits 0 once its output is written.
     #[arg(long)]
     fail_on_damage: bool,
-    /// DataFlash CSV: write the values as stored (`Roll` 755), not scaled as pymavlink and
-    /// mavlogdump show them (7.55).
+    /// DataFlash CSV and Parquet: write the values as stored (`Roll` 755), not scaled as
+    /// pymavlink and mavlogdump show them (7.55).
     #[arg(long)]
     raw: bool,
     /// DataFlash: export only these message types (comma-separated names, e.g. `ATT,GPS`).
@@ -60,7 +69,7 @@ pub struct Args {
     /// DataFlash CSV: every message type in one table, `<stem>.csv` (or standard output with
     /// `-o -`): a `type` column, then each type's columns as `NAME.column`, empty in other
     /// types' rows.
-    #[arg(long, conflicts_with = "jsonl")]
+    #[arg(long, conflicts_with_all = ["jsonl", "parquet"])]
     combined: bool,
     /// Blackbox: export only this session (1-based), as `blackbox_decode --index N` does (its
     /// CSV's current meter starts from nothing); `--index N` is the same.
@@ -68,93 +77,45 @@ pub struct Args {
     session: Option<usize>,
     /// Blackbox CSV: unit of the current (amperageLatest; INAV: amperage), as blackbox_decode's
     /// option of that name [default: A]; energyCumulative stays in mAh.
-    #[arg(
-        long,
-        value_enum,
-        ignore_case = true,
-        value_name = "UNIT",
-        conflicts_with = "jsonl"
-    )]
+    #[arg(long, value_enum, ignore_case = true, value_name = "UNIT")]
     unit_amperage: Option<csv::AmperageUnit>,
     /// Blackbox CSV: flightModeFlags, stateFlags and failsafePhase as names or as numbers
     /// [default: flags].
-    #[arg(
-        long,
-        value_enum,
-        ignore_case = true,
-        value_name = "UNIT",
-        conflicts_with = "jsonl"
-    )]
+    #[arg(long, value_enum, ignore_case = true, value_name = "UNIT")]
     unit_flags: Option<csv::FlagsUnit>,
     /// Blackbox CSV: unit of the time in the main and GPS CSV, `%.3f` in ms, `%.6f` in s
     /// [default: us].
-    #[arg(
-        long,
-        value_enum,
-        ignore_case = true,
-        value_name = "UNIT",
-        conflicts_with = "jsonl"
-    )]
+    #[arg(long, value_enum, ignore_case = true, value_name = "UNIT")]
     unit_frame_time: Option<csv::FrameTimeUnit>,
     /// Blackbox CSV: unit of BaroAlt [default: cm] (Betaflight 4's `baroAlt` stays as logged, as
     /// the tools leave it).
-    #[arg(
-        long,
-        value_enum,
-        ignore_case = true,
-        value_name = "UNIT",
-        conflicts_with = "jsonl"
-    )]
+    #[arg(long, value_enum, ignore_case = true, value_name = "UNIT")]
     unit_height: Option<csv::HeightUnit>,
     /// Blackbox CSV: unit of gyroADC, from the header's gyro_scale [default: raw]. Degrees a
     /// second for every firmware type but Baseflight, where the tools take Betaflight 2025.12's
     /// and Rotorflight's for radians a microsecond.
-    #[arg(
-        long,
-        value_enum,
-        ignore_case = true,
-        value_name = "UNIT",
-        conflicts_with = "jsonl"
-    )]
+    #[arg(long, value_enum, ignore_case = true, value_name = "UNIT")]
     unit_rotation: Option<csv::RotationUnit>,
     /// Blackbox CSV: unit of accSmooth, from the header's acc_1G [default: raw].
-    #[arg(
-        long,
-        value_enum,
-        ignore_case = true,
-        value_name = "UNIT",
-        conflicts_with = "jsonl"
-    )]
+    #[arg(long, value_enum, ignore_case = true, value_name = "UNIT")]
     unit_acceleration: Option<csv::AccelerationUnit>,
     /// Blackbox CSV: unit of GPS_speed (km/h, mi/h) [default: mps].
-    #[arg(
-        long,
-        value_enum,
-        ignore_case = true,
-        value_name = "UNIT",
-        conflicts_with = "jsonl"
-    )]
+    #[arg(long, value_enum, ignore_case = true, value_name = "UNIT")]
     unit_gps_speed: Option<csv::GpsSpeedUnit>,
     /// Blackbox CSV: unit of the battery voltage (vbatLatest; INAV: vbat) [default: V]. mV are
     /// millivolts, also for Betaflight 4.3.0 and later, where Betaflight's tool writes ten times
     /// them.
-    #[arg(
-        long,
-        value_enum,
-        ignore_case = true,
-        value_name = "UNIT",
-        conflicts_with = "jsonl"
-    )]
+    #[arg(long, value_enum, ignore_case = true, value_name = "UNIT")]
     unit_vbat: Option<csv::VbatUnit>,
     /// Blackbox CSV: the GPS fields at the end of the main rows instead of in `<stem>.NN.gps.csv`,
     /// as blackbox_decode --merge-gps writes them (each row with the last GPS frame's fields;
     /// Betaflight's tool also repeats the last main frame at each GPS frame's time).
-    #[arg(long, conflicts_with = "jsonl")]
+    #[arg(long)]
     merge_gps: bool,
     /// Blackbox CSV: a `dateTime` column after each time (main and GPS CSV), the UTC time as
     /// INAV's blackbox_decode --datetime gives it: `Log start datetime` plus the time since the
     /// session's first row. Betaflight logs get the same column.
-    #[arg(long, conflicts_with = "jsonl")]
+    #[arg(long)]
     datetime: bool,
     /// Blackbox: after the export, print to standard error the statistics blackbox_decode
     /// prints for each session (frames and bytes per type, loop time, data rate, iterations
@@ -205,6 +166,10 @@ impl Args {
         .find_map(|(given, name)| given.then_some(name))
     }
 }
+
+/// Bytes a Parquet file gathers before each write: its writer gathers a row group's pages
+/// itself, and a DataFlash export has a file open per message type.
+const PARQUET_BUFFER: usize = 64 << 10;
 
 /// One file to export: its path, whether it was found in a directory (skipped, not an error,
 /// when it holds no log), and the stem its CSV files are named with.
@@ -297,6 +262,12 @@ fn export_dataflash(args: &Args, job: &Job, data: &[u8], reached: &AtomicU64) ->
         combined: args.combined,
     };
     let to_stdout = args.output_dir.as_deref() == Some(Path::new("-"));
+    if to_stdout && args.parquet {
+        return Err(Error::Usage(format!(
+            "{}: -o -: a Parquet export writes one file per message type; name a directory",
+            job.path.display()
+        )));
+    }
     let report = if args.jsonl {
         let stdout = io::stdout();
         crate::dataflash::export::jsonl::write_jsonl(
@@ -342,45 +313,69 @@ fn export_dataflash(args: &Args, job: &Job, data: &[u8], reached: &AtomicU64) ->
     } else {
         let (dir, stem) = (csv_destination(args, job)?, &job.stem);
         // The first error creating a file, with its path.
-        let mut failed: Option<Error> = None;
-        let result = crate::dataflash::export::csv::write_csv(
-            &name,
-            data,
-            selection,
-            |table| {
-                // Type names are printable ASCII; keep only what is safe in a file name.
-                let table: String = table
-                    .chars()
-                    .map(|c| {
-                        if c.is_ascii_alphanumeric() || c == '.' {
-                            c
-                        } else {
-                            '_'
-                        }
-                    })
-                    .collect();
-                let path = match table.is_empty() {
-                    true => dir.join(format!("{stem}.csv")),
-                    false => dir.join(format!("{stem}.{table}.csv")),
-                };
-                AtomicFile::create(&path).map_err(|e| {
-                    failed = Some(e);
-                    io::Error::other("cannot create a CSV file")
-                })
-            },
-            reached,
-        );
-        let (report, files) = match (result, failed) {
+        let failed = std::cell::RefCell::new(None);
+        let create = |table: &str, extension: &str| {
+            let path = match file_safe(table) {
+                table if table.is_empty() => dir.join(format!("{stem}.{extension}")),
+                table => dir.join(format!("{stem}.{table}.{extension}")),
+            };
+            let buffer = match args.parquet {
+                true => PARQUET_BUFFER,
+                false => WRITE_BUFFER,
+            };
+            AtomicFile::with_buffer(&path, buffer).map_err(|e| {
+                failed.borrow_mut().get_or_insert(e);
+                io::Error::other("cannot create an output file")
+            })
+        };
+        let result = if args.parquet {
+            crate::dataflash::export::parquet::write_parquet(
+                &name,
+                data,
+                &selection,
+                |table| create(table, "parquet"),
+                reached,
+            )
+            .map(|(report, tables)| (report, tables.into_iter().map(|(_, file)| file).collect()))
+        } else {
+            crate::dataflash::export::csv::write_csv(
+                &name,
+                data,
+                selection,
+                |table| create(table, "csv"),
+                reached,
+            )
+        };
+        let (report, files) = match (result, failed.into_inner()) {
             (_, Some(e)) => return Err(e),
             (Err(e), None) => return Err(Error::io(&dir, e)),
             (Ok(done), None) => done,
         };
+        let mut closed = Vec::with_capacity(files.len());
         for file in files {
+            closed.push(file.close()?);
+        }
+        for file in closed {
             file.commit()?;
         }
         report
     };
     Ok(exit_once_written(!report.is_clean(), args.fail_on_damage))
+}
+
+/// A table's name as a file name: type names are printable ASCII, and only what is safe in a
+/// file name is kept.
+fn file_safe(table: &str) -> String {
+    table
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 /// Export one file; `named`: its JSON Lines follow a record naming it.
@@ -413,59 +408,90 @@ fn export_one(args: &Args, job: &Job, named: bool) -> Result<u8, Error> {
     }
     if !args.jsonl && args.output_dir.as_deref() == Some(Path::new("-")) {
         return Err(Error::Usage(format!(
-            "{}: -o -: a Blackbox CSV export writes several files; name a directory",
+            "{}: -o -: a Blackbox CSV or Parquet export writes several files; name a directory",
             job.path.display()
         )));
     }
-    let name = input::name(&job.path);
-    let reached = AtomicU64::new(0);
-    let bar = input::progress_bar(data.len() as u64);
+    if let Some(option) = args.blackbox_csv_option().filter(|_| !args.csv) {
+        return Err(Error::Usage(format!(
+            "{}: {option} applies to a CSV export",
+            job.path.display()
+        )));
+    }
     let (report, stats) = if args.jsonl {
         let stdout = io::stdout();
-        input::bounded(&data, std::slice::from_ref(&reached), &bar, || {
-            write_jsonl_of(
-                &name,
-                &data,
-                args.keep(),
-                args.session,
-                stdout.lock(),
-                &reached,
-            )
-        })
-        .map_err(|e| Error::io(Path::new("<stdout>"), e))?
+        let (report, mut jsonl, stats) = decode_into(
+            args,
+            job,
+            &data,
+            JsonlSink::new(stdout.lock(), args.keep()),
+            |jsonl: &mut JsonlSink<_>, session: &Session| jsonl.start_session(session),
+        );
+        jsonl
+            .finish()
+            .map_err(|e| Error::io(Path::new("<stdout>"), e))?;
+        (report, stats)
     } else {
         let created = args.output_dir.as_deref().is_some_and(|d| !d.exists());
         let dir = csv_destination(args, job)?;
-        let csv = CsvSink::new(
-            dir.clone(),
-            job.stem.clone(),
-            args.keep(),
-            args.csv_options(),
-        );
-        let mut sink = input::Reached {
-            inner: OneSession::new(Statistics::new(csv, args.keep()), args.session),
-            reached: &reached,
-        };
-        let report = input::bounded(&data, std::slice::from_ref(&reached), &bar, || {
-            blackbox::decode(
-                &name,
+        let (report, done, stats) = if args.parquet {
+            // The first error creating or closing a file, with its path.
+            let failed = std::cell::RefCell::new(None);
+            let closed = std::cell::RefCell::new(Vec::new());
+            let create = |table: &str| {
+                let path = dir.join(format!("{}.{table}.parquet", job.stem));
+                AtomicFile::with_buffer(&path, PARQUET_BUFFER).map_err(|e| {
+                    failed.borrow_mut().get_or_insert(e);
+                    io::Error::other("cannot create a Parquet file")
+                })
+            };
+            let close = |_: &str, file: AtomicFile| {
+                let file = file.close().map_err(|e| {
+                    failed.borrow_mut().get_or_insert(e);
+                    io::Error::other("cannot write a Parquet file")
+                })?;
+                closed.borrow_mut().push(file);
+                Ok(())
+            };
+            let sink =
+                ParquetSink::new(create, close, args.keep()).map_err(|e| Error::io(&dir, e))?;
+            let (report, parquet, stats) = decode_into(
+                args,
+                job,
                 &data,
-                |session, sink: &mut input::Reached<OneSession<Statistics<CsvSink>>>| {
-                    if sink.inner.start(session) {
-                        sink.inner.inner.start_session(session);
-                        sink.inner.inner.inner.start_session(session, &data);
-                    }
+                sink,
+                |parquet: &mut ParquetSink<_, _, _>, session: &Session| {
+                    parquet.start_session(session)
                 },
-                &mut sink,
-            )
-        });
-        let (mut csv, stats) = sink.inner.inner.split();
-        csv.finish_session();
-        if let Some(e) = csv.error.take() {
-            return Err(e);
-        }
+            );
+            let finished = parquet.finish();
+            match (finished, failed.into_inner()) {
+                (_, Some(e)) => return Err(e),
+                (Err(e), None) => return Err(Error::io(&dir, e)),
+                (Ok(()), None) => (report, closed.into_inner(), stats),
+            }
+        } else {
+            let csv = CsvSink::new(
+                dir.clone(),
+                job.stem.clone(),
+                args.keep(),
+                args.csv_options(),
+            );
+            let (report, mut csv, stats) = decode_into(
+                args,
+                job,
+                &data,
+                csv,
+                |csv: &mut CsvSink, session: &Session| csv.start_session(session, &data),
+            );
+            csv.finish_session();
+            if let Some(e) = csv.error.take() {
+                return Err(e);
+            }
+            (report, std::mem::take(&mut csv.done), stats)
+        };
         if no_such_session(args, &job.path, &report).is_none() {
-            for file in std::mem::take(&mut csv.done) {
+            for file in done {
                 file.commit()?;
             }
         } else if created {
@@ -586,33 +612,37 @@ impl<S: Sink> Sink for OneSession<S> {
     }
 }
 
-/// [`crate::blackbox::export::jsonl::write_jsonl`] of session `only` (1-based), or of every
-/// session, noting in `reached` how far decoding has got.
-fn write_jsonl_of(
-    name: &str,
-    data: &[u8],
-    keep: Keep,
-    only: Option<usize>,
-    out: impl Write,
-    reached: &AtomicU64,
-) -> io::Result<(FileReport, Statistics<()>)> {
+/// Decode `data`, the input of `job`, into `inner`: the frames and events of the session
+/// `--session` names, or of every session, each session started by `start`, with a progress
+/// bar; also counts the statistics of the frames exported.
+fn decode_into<S: Sink>(
+    args: &Args,
+    job: &Job,
+    data: &input::Input,
+    inner: S,
+    start: impl Fn(&mut S, &Session),
+) -> (FileReport, S, Statistics<()>) {
+    let reached = AtomicU64::new(0);
+    let bar = input::progress_bar(data.len() as u64);
     let mut sink = input::Reached {
-        inner: OneSession::new(Statistics::new(JsonlSink::new(out, keep), keep), only),
-        reached,
+        inner: OneSession::new(Statistics::new(inner, args.keep()), args.session),
+        reached: &reached,
     };
-    let report = blackbox::decode(
-        name,
-        data,
-        |session, sink: &mut input::Reached<OneSession<Statistics<JsonlSink<_>>>>| {
-            if sink.inner.start(session) {
-                sink.inner.inner.start_session(session);
-                sink.inner.inner.inner.start_session(session);
-            }
-        },
-        &mut sink,
-    );
-    let (mut jsonl, stats) = sink.inner.inner.split();
-    jsonl.finish().map(|()| (report, stats))
+    let report = input::bounded(data, std::slice::from_ref(&reached), &bar, || {
+        blackbox::decode(
+            &input::name(&job.path),
+            data,
+            |session, sink: &mut input::Reached<OneSession<Statistics<S>>>| {
+                if sink.inner.start(session) {
+                    sink.inner.inner.start_session(session);
+                    start(&mut sink.inner.inner.inner, session);
+                }
+            },
+            &mut sink,
+        )
+    });
+    let (inner, stats) = sink.inner.inner.split();
+    (report, inner, stats)
 }
 
 /// The files of the session being written: the CSV from its start, the others once the session

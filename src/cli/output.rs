@@ -64,8 +64,14 @@ pub struct AtomicFile {
 }
 
 impl AtomicFile {
-    /// Start writing `path`.
+    /// Start writing `path`, gathering [`WRITE_BUFFER`] bytes before each write.
     pub fn create(path: &Path) -> Result<AtomicFile, Error> {
+        AtomicFile::with_buffer(path, WRITE_BUFFER)
+    }
+
+    /// Start writing `path`, gathering `buffer` bytes before each write (less than
+    /// [`WRITE_BUFFER`] for writers that gather their own, many at a time).
+    pub fn with_buffer(path: &Path, buffer: usize) -> Result<AtomicFile, Error> {
         let name = path
             .file_name()
             .map_or_else(|| "output".into(), |n| n.to_string_lossy().into_owned());
@@ -74,7 +80,7 @@ impl AtomicFile {
         Ok(AtomicFile {
             path: path.to_owned(),
             temp,
-            writer: Some(BufWriter::with_capacity(WRITE_BUFFER, file)),
+            writer: Some(BufWriter::with_capacity(buffer, file)),
         })
     }
 

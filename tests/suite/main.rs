@@ -22,6 +22,7 @@ mod lost_fmt;
 mod misplaced_frame;
 mod other_frames;
 mod parallel;
+mod parquet_export;
 mod periodic;
 mod pymavlink_oracle;
 mod quality;

@@ -18,25 +18,7 @@ use std::process::Command;
 
 /// A Python that imports pymavlink, if there is one.
 fn python() -> Option<PathBuf> {
-    let python = std::env::var_os("BBCHECK_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python"));
-    let works = Command::new(&python)
-        .args(["-c", "import pymavlink.DFReader"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if works {
-        return Some(python);
-    }
-    let message = format!(
-        "no Python with pymavlink at {} (set BBCHECK_PYTHON)",
-        python.display()
-    );
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("{message}");
-    }
-    common::skipped(&message);
-    None
+    common::python("pymavlink.DFReader")
 }
 
 /// The real DataFlash logs of the corpus, in name order, and a Python with pymavlink; `None`

@@ -1,5 +1,6 @@
 //! The `console` blocks of the README and of docs/ci.md are run as written and must print exactly
-//! what they show: a pilot following the quick start sees the same output.
+//! what they show: a pilot following the quick start sees the same output. The README's `python`
+//! blocks then run in the same directory, with pyarrow and DuckDB, and must succeed.
 
 use crate::common;
 
@@ -39,6 +40,19 @@ fn console_blocks(text: &str) -> Vec<Vec<Step>> {
             }
         }
         blocks.push(steps);
+    }
+    blocks
+}
+
+/// The `python` blocks of `text`.
+fn python_blocks(text: &str) -> Vec<String> {
+    let mut blocks = Vec::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if line.trim() == "```python" {
+            let block: Vec<&str> = lines.by_ref().take_while(|l| l.trim() != "```").collect();
+            blocks.push(block.join("\n"));
+        }
     }
     blocks
 }
@@ -84,6 +98,25 @@ fn run_console_blocks(doc: &str, at_least: usize) {
             out.status.code().is_some_and(|c| c < 2),
             "{doc}: `{}` failed: {}",
             step.command,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let python = python_blocks(&text);
+    if python.is_empty() {
+        return;
+    }
+    let Some(interpreter) = common::python("pyarrow.parquet, duckdb") else {
+        return;
+    };
+    for block in python {
+        let out = Command::new(&interpreter)
+            .args(["-c", &block])
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{doc}: a python block failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
     }

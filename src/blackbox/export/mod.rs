@@ -1,5 +1,6 @@
-//! What a decoded Blackbox log is exported as: the reference decoder's CSV files ([`csv`]) and
-//! JSON Lines ([`jsonl`]). Each is a [`super::sink::Sink`] fed in file order.
+//! What a decoded Blackbox log is exported as: the reference decoder's CSV files ([`csv`]),
+//! JSON Lines ([`jsonl`]) and Parquet tables ([`parquet`]). Each is a [`super::sink::Sink`] fed in file order.
 
 pub mod csv;
 pub mod jsonl;
+pub mod parquet;

@@ -10,6 +10,7 @@
 //! their shortest exact form (`NaN`, `inf`), text cut at the first NUL (quoted when it holds a
 //! comma, quote or line break), and `a` arrays as `[v,v,…]`.
 
+use super::{Key, column_names, holds, key_of, table_name};
 use crate::dataflash::fmt::{FieldType, Format, Formats};
 use crate::dataflash::message::{Message, Text, Value, int16_array};
 use crate::dataflash::reader::{Noting, Rules, Sink, scan_with};
@@ -17,18 +18,6 @@ use crate::dataflash::report::{DataflashReport, Observer, build};
 use crate::report::Keep;
 use std::io::{self, Write};
 use std::sync::atomic::AtomicU64;
-
-/// One name per field of `format`: its FMT's column names, fields past them named `fieldN` by
-/// their 1-based position (a damaged FMT can name fewer columns than it has fields, or more).
-fn column_names(format: &Format) -> impl Iterator<Item = String> + '_ {
-    (0..format.fields.len()).map(|i| {
-        format
-            .columns
-            .get(i)
-            .cloned()
-            .unwrap_or_else(|| format!("field{}", i + 1))
-    })
-}
 
 /// What pymavlink divides a stored value of `ty` by (`None`: it keeps the stored value).
 pub fn divisor(ty: FieldType) -> Option<f64> {
@@ -49,15 +38,18 @@ pub enum Values {
     Stored,
 }
 
-/// The heading of each field of `format`: its column name, with its unit as the table's FMTU
-/// names it and what one step of the `values` written is worth.
-pub fn headings(formats: &Formats, format: &Format, values: Values) -> Vec<String> {
+/// Per field of `format`, its unit as the table's FMTU names it and what one step of the
+/// `values` written is worth in it.
+pub fn column_units(
+    formats: &Formats,
+    format: &Format,
+    values: Values,
+) -> Vec<(Option<String>, Option<f64>)> {
     let units = formats.column_units(format);
     let multipliers = formats.column_multipliers(format);
-    column_names(format)
-        .enumerate()
-        .map(|(i, column)| {
-            let unit = units.as_ref().and_then(|u| u.get(i)).map(String::as_str);
+    (0..format.fields.len())
+        .map(|i| {
+            let unit = units.as_ref().and_then(|u| u.get(i)).cloned();
             let scaled_by = match values {
                 Values::Scaled => format.fields.get(i).copied().and_then(divisor),
                 Values::Stored => None,
@@ -67,15 +59,26 @@ pub fn headings(formats: &Formats, format: &Format, values: Values) -> Vec<Strin
                 .and_then(|m| m.get(i).copied().flatten())
                 .map(|m| m * scaled_by.unwrap_or(1.0))
                 .map(|m| if (m - 1.0).abs() < 1e-9 { 1.0 } else { m });
-            match (unit, multiplier) {
+            (unit, multiplier)
+        })
+        .collect()
+}
+
+/// The heading of each field of `format`: its column name, with its unit as the table's FMTU
+/// names it and what one step of the `values` written is worth.
+pub fn headings(formats: &Formats, format: &Format, values: Values) -> Vec<String> {
+    column_names(format)
+        .zip(column_units(formats, format, values))
+        .map(
+            |(column, (unit, multiplier))| match (unit.as_deref(), multiplier) {
                 (Some(""), _) => column,
                 (Some(unit), Some(m)) if m != 1.0 && m != 0.0 => format!("{column} [{m:e} {unit}]")
                     .replace("1e-2 ", "0.01 ")
                     .replace("1e-1 ", "0.1 "),
                 (Some(unit), _) => format!("{column} [{unit}]"),
                 (None, _) => column,
-            }
-        })
+            },
+        )
         .collect()
 }
 
@@ -120,33 +123,6 @@ fn write_value(
             }
             out.write_all(b"]\"")
         }
-    }
-}
-
-/// A message type's name, format characters and columns: a type redefined with another layout
-/// gets a table of its own.
-type Key = (String, String, Vec<String>);
-
-/// Whether messages of `format` go in the table of `key`.
-fn holds(key: &Key, format: &Format) -> bool {
-    let (name, characters, columns) = key;
-    *name == format.name && *characters == format.format && *columns == format.columns
-}
-
-fn key_of(format: &Format) -> Key {
-    (
-        format.name.clone(),
-        format.format.clone(),
-        format.columns.clone(),
-    )
-}
-
-/// The name of the table of `key`, the tables before it being `earlier`: the type's name, or
-/// `NAME.2`… for a type redefined with another layout.
-fn table_name<'k>(key: &Key, earlier: impl Iterator<Item = &'k Key>) -> String {
-    match earlier.filter(|k| k.0 == key.0).count() {
-        0 => key.0.clone(),
-        same_name => format!("{}.{}", key.0, same_name + 1),
     }
 }
 

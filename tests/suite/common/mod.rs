@@ -104,6 +104,31 @@ pub fn bbcheck(args: &[&str]) -> Output {
         .expect("bbcheck runs")
 }
 
+/// A Python that imports `modules` (comma-separated): `BBCHECK_PYTHON`, or `.venv/bin/python` in
+/// the project, which `.ci/run` sets up. Without one the test is skipped, except under CI
+/// (`CI=true`), where it fails.
+pub fn python(modules: &str) -> Option<PathBuf> {
+    let python = std::env::var_os("BBCHECK_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python"));
+    let works = Command::new(&python)
+        .args(["-c", &format!("import {modules}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if works {
+        return Some(python);
+    }
+    let message = format!(
+        "no Python with {modules} at {} (set BBCHECK_PYTHON)",
+        python.display()
+    );
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{message}");
+    }
+    skipped(&message);
+    None
+}
+
 /// The project's own shipped corpus directory.
 pub fn own_corpus() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("corpus")
