@@ -1,10 +1,11 @@
 //! Throughput (criterion), side by side on the same bytes: a plain pass over the bytes (the
 //! physical yardstick: `memchr` counting frame bytes plus a byte checksum), bbcheck's `check` and
 //! `export --jsonl`, and the `blackbox-log` crate's decoder, on the largest real Betaflight log
-//! that crate supports, repeated to at least 100 MiB, and its main CSV rows formatted into memory;
+//! that crate supports, repeated to at least 100 MiB, its main CSV rows formatted into memory and
+//! its Parquet tables written to memory;
 //! `check` on one generated session of over 100 MiB, on one thread and split between two; then
-//! DataFlash `check`, `export --jsonl` and `export --csv` (each table through a buffered writer
-//! to nowhere) on the largest real DataFlash log, repeated likewise. Without the real corpus, the
+//! DataFlash `check`, `export --jsonl`, `export --parquet` (tables to memory) and `export --csv`
+//! (each table through a buffered writer to nowhere) on the largest real DataFlash log, repeated likewise. Without the real corpus, the
 //! shipped demo log and DataFlash seed stand in.
 
 use criterion::measurement::WallTime;
@@ -118,6 +119,29 @@ fn blackbox_log_main_frames(data: &[u8]) -> u64 {
     frames
 }
 
+/// The bytes of the Parquet tables `export --parquet` writes for `data`, written to memory.
+fn blackbox_parquet(data: &[u8]) -> usize {
+    use bbcheck::blackbox::export::parquet::ParquetSink;
+    let mut bytes = 0;
+    let mut sink = ParquetSink::new(
+        |_| Ok(Vec::new()),
+        |_, table: Vec<u8>| {
+            bytes += table.len();
+            Ok(())
+        },
+        bbcheck::report::Keep::All,
+    )
+    .expect("an encoding thread");
+    bbcheck::blackbox::decode(
+        "bench",
+        data,
+        |session, sink: &mut ParquetSink<_, _, _>| sink.start_session(session),
+        &mut sink,
+    );
+    sink.finish().expect("export");
+    bytes
+}
+
 fn bench(c: &mut Criterion) {
     let blackbox = largest(&corpus().join("real/blackbox"), &["betaflight-4.5."])
         .unwrap_or_else(|| own("corpus/generated/demo.bbl"));
@@ -137,6 +161,9 @@ fn bench(c: &mut Criterion) {
     });
     group.bench_function("bbcheck export --csv, main rows to memory", |b| {
         b.iter(|| black_box(csv_main_rows(&data)))
+    });
+    group.bench_function("bbcheck export --parquet, tables to memory", |b| {
+        b.iter(|| black_box(blackbox_parquet(&data)))
     });
     group.bench_function("blackbox-log 0.4", |b| {
         b.iter(|| black_box(blackbox_log_main_frames(&data)))
@@ -171,6 +198,19 @@ fn bench(c: &mut Criterion) {
                 &data,
                 &Default::default(),
                 std::io::sink(),
+                &reached,
+            )
+            .expect("export")
+        })
+    });
+    group.bench_function("bbcheck export --parquet, tables to memory", |b| {
+        let reached = AtomicU64::new(0);
+        b.iter(|| {
+            bbcheck::dataflash::export::parquet::write_parquet(
+                "bench",
+                &data,
+                &Default::default(),
+                |_| Ok(Vec::new()),
                 &reached,
             )
             .expect("export")

@@ -23,15 +23,17 @@ use crate::blackbox::writer::SessionWriter;
 pub type Check = fn(&[u8]);
 
 /// Every fuzz target by name, with the check it makes on an input.
-pub const TARGETS: [(&str, Check); 13] = [
+pub const TARGETS: [(&str, Check); 15] = [
     ("blackbox_check", blackbox_check),
     ("blackbox_library", blackbox_library),
     ("blackbox_export", blackbox_export),
+    ("blackbox_parquet", blackbox_parquet),
     ("blackbox_parallel", blackbox_parallel),
     ("blackbox_roundtrip", blackbox_roundtrip_bytes),
     ("blackbox_salvage", blackbox_salvage),
     ("dataflash_check", dataflash_check),
     ("dataflash_export", dataflash_export),
+    ("dataflash_parquet", dataflash_parquet),
     ("dataflash_roundtrip", dataflash_roundtrip),
     ("dataflash_salvage", dataflash_salvage),
     ("codec_varint", codec_varint),
@@ -438,6 +440,94 @@ fn csv_options(data: &[u8]) -> crate::blackbox::export::csv::Options {
         merge_gps: pick(2) == 1,
         datetime: pick(2) == 1,
     }
+}
+
+/// Export any bytes as a Blackbox log to Parquet: every table is a Parquet file, and each kind of
+/// table holds as many rows as the report counts frames (or events) of the kind.
+pub fn blackbox_parquet(data: &[u8]) {
+    use crate::blackbox::export::parquet::ParquetSink;
+    let written = std::cell::RefCell::new(Vec::new());
+    let mut sink = ParquetSink::new(
+        |_| Ok(Vec::new()),
+        |name, table| {
+            written.borrow_mut().push((name.to_owned(), table));
+            Ok(())
+        },
+        crate::report::Keep::All,
+    )
+    .expect("an encoding thread");
+    let report = blackbox::decode(
+        "fuzz",
+        data,
+        |session, sink: &mut ParquetSink<_, _, _>| sink.start_session(session),
+        &mut sink,
+    );
+    sink.finish().expect("writing to memory");
+    let mut rows = [0u64; 5];
+    for (name, count) in parquet_rows(written.into_inner()) {
+        let table = ["main", "slow", "gps", "home", "events"]
+            .iter()
+            .position(|t| name.ends_with(&format!(".{t}")))
+            .unwrap_or_else(|| panic!("a table named {name}"));
+        rows[table] += count;
+    }
+    let mut counted = [0u64; 5];
+    for session in &report.sessions {
+        let f = &session.frames;
+        for (table, n) in [f.i + f.p, f.s, f.g, f.h, f.e].into_iter().enumerate() {
+            counted[table] += n;
+        }
+    }
+    assert_eq!(
+        rows, counted,
+        "Parquet rows (main, slow, GPS, home, events) against the report"
+    );
+}
+
+/// Export any bytes as a DataFlash log to Parquet: every table is a Parquet file, and they hold a
+/// row per message JSON Lines exports.
+pub fn dataflash_parquet(data: &[u8]) {
+    let reached = std::sync::atomic::AtomicU64::new(0);
+    let mut jsonl = Vec::new();
+    crate::dataflash::export::jsonl::write_jsonl(
+        "fuzz",
+        data,
+        &Default::default(),
+        &mut jsonl,
+        &reached,
+    )
+    .expect("writing to memory");
+    let messages = lines(&jsonl)
+        .filter(|line| line.starts_with(b"{\"type\":\"message\""))
+        .count() as u64;
+    let (_, tables) = crate::dataflash::export::parquet::write_parquet(
+        "fuzz",
+        data,
+        &Default::default(),
+        |_| Ok(Vec::new()),
+        &reached,
+    )
+    .expect("writing to memory");
+    let rows: u64 = parquet_rows(tables).into_iter().map(|(_, n)| n).sum();
+    assert_eq!(rows, messages, "Parquet rows against JSON Lines messages");
+}
+
+/// The rows of each Parquet table, read back from its bytes (which must be a Parquet file).
+fn parquet_rows(tables: Vec<(String, Vec<u8>)>) -> Vec<(String, u64)> {
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    tables
+        .into_iter()
+        .map(|(name, bytes)| {
+            let reader = ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(bytes))
+                .and_then(|b| b.build())
+                .unwrap_or_else(|e| panic!("{name}: not a Parquet file: {e}"));
+            let rows = reader
+                .map(|batch| batch.map(|b| b.num_rows() as u64))
+                .sum::<Result<u64, _>>()
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            (name, rows)
+        })
+        .collect()
 }
 
 /// The lines of `text`, each ending in a line feed, without it.
