@@ -12,6 +12,7 @@ pub mod columnar;
 pub mod dataflash;
 mod decimal;
 pub mod periodic;
+pub mod recording;
 pub mod report;
 pub mod testkit;
 pub mod textmode;

@@ -142,7 +142,9 @@ pub fn decode_with<S: Sink>(
         .map(|&bounds| {
             let session = Plan::parse(file, bounds);
             on_session(&session, sink);
-            plan.decoder(file, &session, validation).run(sink)
+            let report = plan.decoder(file, &session, validation).run(sink);
+            sink.decoded(&report);
+            report
         })
         .collect();
     plan.report(path, file, reports)

@@ -3,7 +3,7 @@
 
 use super::event::Event;
 use super::frame::FrameKind;
-use crate::report::Trust;
+use crate::report::{SessionReport, Trust};
 use std::ops::Range;
 
 /// An accepted I, P, S, G or H frame.
@@ -43,6 +43,8 @@ pub trait Sink {
     /// of them decoded on a thread of its own (a piece decodes past its end until it meets the
     /// next one).
     fn started(&mut self, _range: Range<usize>) {}
+    /// A session is decoded (on one thread: [`super::decode`]): its report, spans included.
+    fn decoded(&mut self, _report: &SessionReport) {}
 }
 
 /// A sink that keeps nothing (for `check`).
@@ -62,5 +64,8 @@ impl<S: Sink + ?Sized> Sink for &mut S {
     }
     fn started(&mut self, range: Range<usize>) {
         (**self).started(range);
+    }
+    fn decoded(&mut self, report: &SessionReport) {
+        (**self).decoded(report);
     }
 }

@@ -185,6 +185,9 @@ impl<S: Sink> Sink for Statistics<S> {
     fn started(&mut self, range: std::ops::Range<usize>) {
         self.inner.started(range);
     }
+    fn decoded(&mut self, report: &crate::report::SessionReport) {
+        self.inner.decoded(report);
+    }
 }
 
 /// `mm:ss.mmm` of a time in milliseconds.

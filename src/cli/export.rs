@@ -5,6 +5,7 @@ use super::output::{AtomicFile, ClosedFile, WRITE_BUFFER};
 use super::{Detected, EXIT_CLEAN, Error, LogFormat, detect, exit_once_written, input, terminal};
 use crate::blackbox::export::csv::{self, ReferenceCsv};
 use crate::blackbox::export::jsonl::JsonlSink;
+use crate::blackbox::export::mcap::McapSink;
 use crate::blackbox::export::parquet::ParquetSink;
 use crate::blackbox::frame::FrameKind;
 use crate::blackbox::sink::{EventFrame, Frame, Sink};
@@ -17,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 
 #[derive(Debug, clap::Args)]
-#[command(group(clap::ArgGroup::new("format").required(true).args(["jsonl", "csv", "parquet"])))]
+#[command(group(clap::ArgGroup::new("format").required(true).args(["jsonl", "csv", "parquet", "mcap"])))]
 pub struct Args {
     /// Log files to export (`-` reads standard input); directories are searched recursively,
     /// and files in them that hold no log are skipped. With several, JSON Lines gives each
@@ -44,7 +45,14 @@ pub struct Args {
     /// units and multipliers as column metadata. Each row also has its `offset` and `trust`.
     #[arg(long)]
     parquet: bool,
-    /// Directory for CSV and Parquet files, created if missing (default: the input's
+    /// MCAP recordings for Foxglove and PlotJuggler, at the flight controller's time: per
+    /// Blackbox session `<stem>.NN.mcap` (channels /main, /slow, /gps, /home), per DataFlash log
+    /// `<stem>.mcap` (a channel per message type, values scaled unless --raw); events, MSG texts
+    /// and damaged spans on /log (foxglove.Log), GPS positions on /gps/fix
+    /// (foxglove.LocationFix).
+    #[arg(long)]
+    mcap: bool,
+    /// Directory for CSV, Parquet and MCAP files, created if missing (default: the input's
     /// directory).
     #[arg(long, short = 'o')]
     output_dir: Option<PathBuf>,
@@ -59,7 +67,7 @@ pub struct Args {
     /// command exits 0 once its output is written.
     #[arg(long)]
     fail_on_damage: bool,
-    /// DataFlash CSV and Parquet: write the values as stored (`Roll` 755), not scaled as
+    /// DataFlash CSV, Parquet and MCAP: write the values as stored (`Roll` 755), not scaled as
     /// pymavlink and mavlogdump show them (7.55).
     #[arg(long)]
     raw: bool,
@@ -69,7 +77,7 @@ pub struct Args {
     /// DataFlash CSV: every message type in one table, `<stem>.csv` (or standard output with
     /// `-o -`): a `type` column, then each type's columns as `NAME.column`, empty in other
     /// types' rows.
-    #[arg(long, conflicts_with_all = ["jsonl", "parquet"])]
+    #[arg(long, conflicts_with_all = ["jsonl", "parquet", "mcap"])]
     combined: bool,
     /// Blackbox: export only this session (1-based), as `blackbox_decode --index N` does (its
     /// CSV's current meter starts from nothing); `--index N` is the same.
@@ -164,6 +172,62 @@ impl Args {
         ]
         .into_iter()
         .find_map(|(given, name)| given.then_some(name))
+    }
+}
+
+/// The files one export writes into a directory, `<stem>.<name>.<extension>` (`<stem>.<extension>`
+/// for the name `""`): created on demand and closed as their writer finishes them, to be
+/// committed together once the export succeeds. Keeps the first error with its path.
+struct Files<'a> {
+    dir: &'a Path,
+    stem: &'a str,
+    extension: &'static str,
+    buffer: usize,
+    failed: std::cell::RefCell<Option<Error>>,
+    closed: std::cell::RefCell<Vec<ClosedFile>>,
+}
+
+impl<'a> Files<'a> {
+    fn new(dir: &'a Path, stem: &'a str, extension: &'static str, buffer: usize) -> Self {
+        Files {
+            dir,
+            stem,
+            extension,
+            buffer,
+            failed: Default::default(),
+            closed: Default::default(),
+        }
+    }
+
+    fn create(&self, name: &str) -> io::Result<AtomicFile> {
+        let (stem, extension) = (self.stem, self.extension);
+        let path = match name {
+            "" => self.dir.join(format!("{stem}.{extension}")),
+            name => self.dir.join(format!("{stem}.{name}.{extension}")),
+        };
+        AtomicFile::with_buffer(&path, self.buffer).map_err(|e| self.fail(e))
+    }
+
+    fn close(&self, file: AtomicFile) -> io::Result<()> {
+        let file = file.close().map_err(|e| self.fail(e))?;
+        self.closed.borrow_mut().push(file);
+        Ok(())
+    }
+
+    /// Keep the first error; what the writer is told.
+    fn fail(&self, e: Error) -> io::Error {
+        let message = e.to_string();
+        self.failed.borrow_mut().get_or_insert(e);
+        io::Error::other(message)
+    }
+
+    /// The closed files, once the writer's `result` and every file are good.
+    fn finish(self, dir: &Path, result: io::Result<()>) -> Result<Vec<ClosedFile>, Error> {
+        match (result, self.failed.into_inner()) {
+            (_, Some(e)) => Err(e),
+            (Err(e), None) => Err(Error::io(dir, e)),
+            (Ok(()), None) => Ok(self.closed.into_inner()),
+        }
     }
 }
 
@@ -262,9 +326,9 @@ fn export_dataflash(args: &Args, job: &Job, data: &[u8], reached: &AtomicU64) ->
         combined: args.combined,
     };
     let to_stdout = args.output_dir.as_deref() == Some(Path::new("-"));
-    if to_stdout && args.parquet {
+    if to_stdout && (args.parquet || args.mcap) {
         return Err(Error::Usage(format!(
-            "{}: -o -: a Parquet export writes one file per message type; name a directory",
+            "{}: -o -: Parquet and MCAP exports write files; name a directory",
             job.path.display()
         )));
     }
@@ -278,6 +342,15 @@ fn export_dataflash(args: &Args, job: &Job, data: &[u8], reached: &AtomicU64) ->
             reached,
         )
         .map_err(|e| Error::io(Path::new("<stdout>"), e))?
+    } else if args.mcap {
+        let dir = csv_destination(args, job)?;
+        let path = dir.join(format!("{}.mcap", job.stem));
+        let file = AtomicFile::create(&path)?;
+        let (report, file) =
+            crate::dataflash::export::mcap::write_mcap(&name, data, &selection, file, reached)
+                .map_err(|e| Error::io(&path, e))?;
+        file.commit()?;
+        report
     } else if to_stdout {
         // One table on standard output.
         if !args.combined && args.types.as_ref().is_none_or(|t| t.len() != 1) {
@@ -311,54 +384,36 @@ fn export_dataflash(args: &Args, job: &Job, data: &[u8], reached: &AtomicU64) ->
         }
         report
     } else {
-        let (dir, stem) = (csv_destination(args, job)?, &job.stem);
-        // The first error creating a file, with its path.
-        let failed = std::cell::RefCell::new(None);
-        let create = |table: &str, extension: &str| {
-            let path = match file_safe(table) {
-                table if table.is_empty() => dir.join(format!("{stem}.{extension}")),
-                table => dir.join(format!("{stem}.{table}.{extension}")),
-            };
-            let buffer = match args.parquet {
-                true => PARQUET_BUFFER,
-                false => WRITE_BUFFER,
-            };
-            AtomicFile::with_buffer(&path, buffer).map_err(|e| {
-                failed.borrow_mut().get_or_insert(e);
-                io::Error::other("cannot create an output file")
-            })
+        let dir = csv_destination(args, job)?;
+        let (extension, buffer) = match args.parquet {
+            true => ("parquet", PARQUET_BUFFER),
+            false => ("csv", WRITE_BUFFER),
         };
-        let result = if args.parquet {
+        let files = Files::new(&dir, &job.stem, extension, buffer);
+        let create = |table: &str| files.create(&file_safe(table));
+        let written = if args.parquet {
             crate::dataflash::export::parquet::write_parquet(
-                &name,
-                data,
-                &selection,
-                |table| create(table, "parquet"),
-                reached,
+                &name, data, &selection, create, reached,
             )
             .map(|(report, tables)| (report, tables.into_iter().map(|(_, file)| file).collect()))
         } else {
-            crate::dataflash::export::csv::write_csv(
-                &name,
-                data,
-                selection,
-                |table| create(table, "csv"),
-                reached,
-            )
+            crate::dataflash::export::csv::write_csv(&name, data, selection, create, reached)
         };
-        let (report, files) = match (result, failed.into_inner()) {
-            (_, Some(e)) => return Err(e),
-            (Err(e), None) => return Err(Error::io(&dir, e)),
-            (Ok(done), None) => done,
+        let written = written.and_then(|(report, tables): (_, Vec<AtomicFile>)| {
+            for table in tables {
+                files.close(table)?;
+            }
+            Ok(report)
+        });
+        let (report, written) = match written {
+            Ok(report) => (Some(report), Ok(())),
+            Err(e) => (None, Err(e)),
         };
-        let mut closed = Vec::with_capacity(files.len());
-        for file in files {
-            closed.push(file.close()?);
-        }
+        let closed = files.finish(&dir, written)?;
         for file in closed {
             file.commit()?;
         }
-        report
+        report.expect("written")
     };
     Ok(exit_once_written(!report.is_clean(), args.fail_on_damage))
 }
@@ -408,7 +463,7 @@ fn export_one(args: &Args, job: &Job, named: bool) -> Result<u8, Error> {
     }
     if !args.jsonl && args.output_dir.as_deref() == Some(Path::new("-")) {
         return Err(Error::Usage(format!(
-            "{}: -o -: a Blackbox CSV or Parquet export writes several files; name a directory",
+            "{}: -o -: a Blackbox CSV, Parquet or MCAP export writes several files; name a directory",
             job.path.display()
         )));
     }
@@ -434,27 +489,21 @@ fn export_one(args: &Args, job: &Job, named: bool) -> Result<u8, Error> {
     } else {
         let created = args.output_dir.as_deref().is_some_and(|d| !d.exists());
         let dir = csv_destination(args, job)?;
-        let (report, done, stats) = if args.parquet {
-            // The first error creating or closing a file, with its path.
-            let failed = std::cell::RefCell::new(None);
-            let closed = std::cell::RefCell::new(Vec::new());
-            let create = |table: &str| {
-                let path = dir.join(format!("{}.{table}.parquet", job.stem));
-                AtomicFile::with_buffer(&path, PARQUET_BUFFER).map_err(|e| {
-                    failed.borrow_mut().get_or_insert(e);
-                    io::Error::other("cannot create a Parquet file")
-                })
-            };
-            let close = |_: &str, file: AtomicFile| {
-                let file = file.close().map_err(|e| {
-                    failed.borrow_mut().get_or_insert(e);
-                    io::Error::other("cannot write a Parquet file")
-                })?;
-                closed.borrow_mut().push(file);
-                Ok(())
-            };
-            let sink =
-                ParquetSink::new(create, close, args.keep()).map_err(|e| Error::io(&dir, e))?;
+        let (report, done, stats) = if args.mcap {
+            let files = Files::new(&dir, &job.stem, "mcap", WRITE_BUFFER);
+            let (report, mcap, stats) = decode_into(
+                args,
+                job,
+                &data,
+                McapSink::new(|n| files.create(n), |_, f| files.close(f), args.keep()),
+                |mcap: &mut McapSink<_, _, _>, session: &Session| mcap.start_session(session),
+            );
+            let finished = mcap.finish();
+            (report, files.finish(&dir, finished)?, stats)
+        } else if args.parquet {
+            let files = Files::new(&dir, &job.stem, "parquet", PARQUET_BUFFER);
+            let sink = ParquetSink::new(|n| files.create(n), |_, f| files.close(f), args.keep())
+                .map_err(|e| Error::io(&dir, e))?;
             let (report, parquet, stats) = decode_into(
                 args,
                 job,
@@ -465,11 +514,7 @@ fn export_one(args: &Args, job: &Job, named: bool) -> Result<u8, Error> {
                 },
             );
             let finished = parquet.finish();
-            match (finished, failed.into_inner()) {
-                (_, Some(e)) => return Err(e),
-                (Err(e), None) => return Err(Error::io(&dir, e)),
-                (Ok(()), None) => (report, closed.into_inner(), stats),
-            }
+            (report, files.finish(&dir, finished)?, stats)
         } else {
             let csv = CsvSink::new(
                 dir.clone(),
@@ -609,6 +654,11 @@ impl<S: Sink> Sink for OneSession<S> {
     }
     fn started(&mut self, range: std::ops::Range<usize>) {
         self.inner.started(range);
+    }
+    fn decoded(&mut self, report: &crate::report::SessionReport) {
+        if self.passes() {
+            self.inner.decoded(report);
+        }
     }
 }
 

@@ -280,6 +280,9 @@ impl<S: Sink> Sink for Reached<'_, S> {
     fn started(&mut self, range: Range<usize>) {
         self.inner.started(range);
     }
+    fn decoded(&mut self, report: &crate::report::SessionReport) {
+        self.inner.decoded(report);
+    }
 }
 
 /// A sink that counts the bytes its thread has decoded, for progress bars: where a session is
@@ -332,6 +335,9 @@ impl<S: Sink> Sink for Progress<'_, S> {
         (self.start, self.end) = (range.start as u64, range.end as u64);
         self.last = self.start;
         self.inner.started(range);
+    }
+    fn decoded(&mut self, report: &crate::report::SessionReport) {
+        self.inner.decoded(report);
     }
 }
 

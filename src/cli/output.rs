@@ -163,6 +163,12 @@ impl Write for AtomicFile {
     }
 }
 
+impl std::io::Seek for AtomicFile {
+    fn seek(&mut self, to: std::io::SeekFrom) -> io::Result<u64> {
+        self.writer().seek(to)
+    }
+}
+
 impl Drop for AtomicFile {
     fn drop(&mut self) {
         if self.writer.take().is_some() {

@@ -27,13 +27,13 @@ pub const TARGETS: [(&str, Check); 15] = [
     ("blackbox_check", blackbox_check),
     ("blackbox_library", blackbox_library),
     ("blackbox_export", blackbox_export),
-    ("blackbox_parquet", blackbox_parquet),
+    ("blackbox_parquet_mcap", blackbox_parquet_mcap),
     ("blackbox_parallel", blackbox_parallel),
     ("blackbox_roundtrip", blackbox_roundtrip_bytes),
     ("blackbox_salvage", blackbox_salvage),
     ("dataflash_check", dataflash_check),
     ("dataflash_export", dataflash_export),
-    ("dataflash_parquet", dataflash_parquet),
+    ("dataflash_parquet_mcap", dataflash_parquet_mcap),
     ("dataflash_roundtrip", dataflash_roundtrip),
     ("dataflash_salvage", dataflash_salvage),
     ("codec_varint", codec_varint),
@@ -442,9 +442,10 @@ fn csv_options(data: &[u8]) -> crate::blackbox::export::csv::Options {
     }
 }
 
-/// Export any bytes as a Blackbox log to Parquet: every table is a Parquet file, and each kind of
-/// table holds as many rows as the report counts frames (or events) of the kind.
-pub fn blackbox_parquet(data: &[u8]) {
+/// Export any bytes as a Blackbox log to Parquet and MCAP: every table is a Parquet file, each
+/// recording an MCAP file, and each kind of table, and each frame channel, holds as many rows or
+/// messages as the report counts frames (or events) of the kind.
+pub fn blackbox_parquet_mcap(data: &[u8]) {
     use crate::blackbox::export::parquet::ParquetSink;
     let written = std::cell::RefCell::new(Vec::new());
     let mut sink = ParquetSink::new(
@@ -482,11 +483,57 @@ pub fn blackbox_parquet(data: &[u8]) {
         rows, counted,
         "Parquet rows (main, slow, GPS, home, events) against the report"
     );
+
+    use crate::blackbox::export::mcap::McapSink;
+    let recorded = std::cell::RefCell::new(Vec::new());
+    let mut sink = McapSink::new(
+        |_| Ok(std::io::Cursor::new(Vec::new())),
+        |_, recording: std::io::Cursor<Vec<u8>>| {
+            recorded.borrow_mut().push(recording.into_inner());
+            Ok(())
+        },
+        crate::report::Keep::All,
+    );
+    blackbox::decode(
+        "fuzz",
+        data,
+        |session, sink: &mut McapSink<_, _, _>| sink.start_session(session),
+        &mut sink,
+    );
+    sink.finish().expect("writing to memory");
+    let mut messages = [0u64; 4];
+    for recording in recorded.into_inner() {
+        for (topic, count) in mcap_messages(&recording) {
+            if let Some(channel) = ["/main", "/slow", "/gps", "/home"]
+                .iter()
+                .position(|t| *t == topic)
+            {
+                messages[channel] += count;
+            }
+        }
+    }
+    assert_eq!(
+        messages,
+        counted[..4],
+        "MCAP messages (main, slow, GPS, home) against the report"
+    );
 }
 
-/// Export any bytes as a DataFlash log to Parquet: every table is a Parquet file, and they hold a
-/// row per message JSON Lines exports.
-pub fn dataflash_parquet(data: &[u8]) {
+/// The messages of each topic of an MCAP recording, read back from its bytes (which must be a
+/// whole MCAP file).
+fn mcap_messages(recording: &[u8]) -> std::collections::BTreeMap<String, u64> {
+    let mut topics = std::collections::BTreeMap::new();
+    let stream = mcap::MessageStream::new(recording).expect("an MCAP file");
+    for message in stream {
+        let message = message.unwrap_or_else(|e| panic!("a broken MCAP file: {e}"));
+        *topics.entry(message.channel.topic.clone()).or_default() += 1;
+    }
+    topics
+}
+
+/// Export any bytes as a DataFlash log to Parquet and MCAP: every table is a Parquet file and the
+/// recording an MCAP file, holding a row (a message) per message JSON Lines exports.
+pub fn dataflash_parquet_mcap(data: &[u8]) {
     let reached = std::sync::atomic::AtomicU64::new(0);
     let mut jsonl = Vec::new();
     crate::dataflash::export::jsonl::write_jsonl(
@@ -510,6 +557,25 @@ pub fn dataflash_parquet(data: &[u8]) {
     .expect("writing to memory");
     let rows: u64 = parquet_rows(tables).into_iter().map(|(_, n)| n).sum();
     assert_eq!(rows, messages, "Parquet rows against JSON Lines messages");
+    let (_, recording) = crate::dataflash::export::mcap::write_mcap(
+        "fuzz",
+        data,
+        &Default::default(),
+        std::io::Cursor::new(Vec::new()),
+        &reached,
+    )
+    .expect("writing to memory");
+    let recorded: u64 = mcap_messages(&recording.into_inner())
+        .into_iter()
+        .filter(|(topic, _)| {
+            topic != crate::recording::LOG_TOPIC && topic != crate::recording::FIX_TOPIC
+        })
+        .map(|(_, n)| n)
+        .sum();
+    assert_eq!(
+        recorded, messages,
+        "MCAP messages against JSON Lines messages"
+    );
 }
 
 /// The rows of each Parquet table, read back from its bytes (which must be a Parquet file).

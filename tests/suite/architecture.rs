@@ -7,9 +7,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// The layer of each top-level module, lowest first.
-const LAYERS: [(&str, u8); 10] = [
+const LAYERS: [(&str, u8); 11] = [
     ("decimal", 0),
     ("columnar", 0),
+    ("recording", 0),
     ("textmode", 0),
     ("periodic", 0),
     ("report", 1),

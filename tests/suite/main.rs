@@ -19,6 +19,7 @@ mod independent_decoder;
 mod info;
 mod json_schema;
 mod lost_fmt;
+mod mcap_export;
 mod misplaced_frame;
 mod other_frames;
 mod parallel;

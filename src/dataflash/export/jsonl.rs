@@ -81,7 +81,7 @@ fn write_json_str(out: &mut impl Write, text: Text<'_>) -> io::Result<()> {
 
 /// Write one value.
 #[inline]
-fn write_value(out: &mut impl Write, value: Value<'_>) -> io::Result<()> {
+pub(crate) fn write_value(out: &mut impl Write, value: Value<'_>) -> io::Result<()> {
     let mut digits = itoa::Buffer::new();
     match value {
         Value::Signed(v) => out.write_all(digits.format(v).as_bytes()),

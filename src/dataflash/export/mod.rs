@@ -1,8 +1,9 @@
 //! What a DataFlash log is exported as: CSV per message type ([`csv`]), JSON Lines
-//! ([`jsonl`]) and Parquet per message type ([`parquet`]).
+//! ([`jsonl`]), Parquet per message type ([`parquet`]) and an MCAP recording ([`mcap`]).
 
 pub mod csv;
 pub mod jsonl;
+pub mod mcap;
 pub mod parquet;
 
 use crate::dataflash::fmt::Format;
