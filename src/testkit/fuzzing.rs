@@ -535,15 +535,7 @@ fn mcap_messages(recording: &[u8]) -> std::collections::BTreeMap<String, u64> {
 /// recording an MCAP file, holding a row (a message) per message JSON Lines exports.
 pub fn dataflash_parquet_mcap(data: &[u8]) {
     let reached = std::sync::atomic::AtomicU64::new(0);
-    let mut jsonl = Vec::new();
-    crate::dataflash::export::jsonl::write_jsonl(
-        "fuzz",
-        data,
-        &Default::default(),
-        &mut jsonl,
-        &reached,
-    )
-    .expect("writing to memory");
+    let jsonl = dataflash_jsonl(data, &reached);
     let messages = lines(&jsonl)
         .filter(|line| line.starts_with(b"{\"type\":\"message\""))
         .count() as u64;
@@ -605,19 +597,25 @@ fn lines(text: &[u8]) -> impl Iterator<Item = &[u8]> {
     body.into_iter().flat_map(|b| b.split(|&c| c == b'\n'))
 }
 
-/// Export any bytes as a DataFlash log: every JSON Lines record is one line of JSON, and every
-/// row of each CSV table has as many fields as its heading.
-pub fn dataflash_export(data: &[u8]) {
-    let reached = std::sync::atomic::AtomicU64::new(0);
+/// The JSON Lines export of `data` read as a DataFlash log.
+fn dataflash_jsonl(data: &[u8], reached: &std::sync::atomic::AtomicU64) -> Vec<u8> {
     let mut jsonl = Vec::new();
     crate::dataflash::export::jsonl::write_jsonl(
         "fuzz",
         data,
         &Default::default(),
         &mut jsonl,
-        &reached,
+        reached,
     )
     .expect("writing to memory");
+    jsonl
+}
+
+/// Export any bytes as a DataFlash log: every JSON Lines record is one line of JSON, and every
+/// row of each CSV table has as many fields as its heading.
+pub fn dataflash_export(data: &[u8]) {
+    let reached = std::sync::atomic::AtomicU64::new(0);
+    let jsonl = dataflash_jsonl(data, &reached);
     for line in lines(&jsonl) {
         if let Err(e) = serde_json::from_slice::<serde_json::Value>(line) {
             panic!("not JSON ({e}): {}", String::from_utf8_lossy(line));

@@ -11,22 +11,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Run `bbcheck export` with `args` on `log`; its standard output.
-fn export(log: &Path, args: &[&str]) -> Vec<u8> {
-    let mut all = vec!["export", log.to_str().unwrap()];
-    all.extend_from_slice(args);
-    let out = common::bbcheck(&all);
-    assert!(
-        out.status.success(),
-        "{}: {}",
-        log.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
-}
-
 fn jsonl(log: &Path) -> Vec<Value> {
-    String::from_utf8(export(log, &["--jsonl"]))
+    String::from_utf8(common::export(log, &["--jsonl"]))
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -52,18 +38,6 @@ fn read(python: &Path, files: &[PathBuf], topics: &str) -> Vec<Value> {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
-}
-
-fn logs(dir: &str) -> Vec<PathBuf> {
-    let Some(corpus) = common::corpus() else {
-        return Vec::new();
-    };
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(corpus.join("real").join(dir))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    paths.sort();
-    paths
 }
 
 /// The values of a frame as the recording writes them, back in header order: arrays flattened.
@@ -93,13 +67,13 @@ fn blackbox_recordings_hold_every_frame_event_and_span() {
         return;
     };
     let dir = common::TempDir::new("mcap-blackbox");
-    let mut logs = logs("blackbox");
+    let mut logs = common::real_logs("blackbox");
     logs.push(common::own_corpus().join("generated/demo.bbl"));
     logs.push(common::own_corpus().join("damaged/betaflight4-gps-p4.lost-blocks.1.bbl"));
     let mut frames = 0;
     for log in &logs {
         let out = dir.join(log.file_stem().unwrap());
-        export(log, &["--mcap", "-o", out.to_str().unwrap()]);
+        common::export(log, &["--mcap", "-o", out.to_str().unwrap()]);
         let records = jsonl(log);
         let check: Value = serde_json::from_slice(
             &common::bbcheck(&["check", "--json", log.to_str().unwrap()]).stdout,
@@ -217,9 +191,9 @@ fn dataflash_recordings_hold_every_message_scaled() {
         return;
     };
     let dir = common::TempDir::new("mcap-dataflash");
-    for log in logs("ardupilot") {
+    for log in common::real_logs("ardupilot") {
         let out = dir.join(log.file_stem().unwrap());
-        export(&log, &["--mcap", "-o", out.to_str().unwrap()]);
+        common::export(&log, &["--mcap", "-o", out.to_str().unwrap()]);
         let stem = log.file_stem().unwrap().to_string_lossy().into_owned();
         let file = out.join(format!("{stem}.mcap"));
         let recording = &read(&python, &[file], "/ATT,/GPS,/gps/fix")[0];

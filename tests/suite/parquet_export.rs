@@ -14,7 +14,7 @@ use arrow_schema::DataType;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// A table read back: its schema's metadata, its column names and types, and its rows.
 struct Read {
@@ -89,24 +89,10 @@ fn cell(array: &ArrayRef, row: usize) -> Value {
     }
 }
 
-/// Run `bbcheck export` with `args` on `log`; its standard output.
-fn export(log: &Path, args: &[&str]) -> Vec<u8> {
-    let mut all = vec!["export", log.to_str().unwrap()];
-    all.extend_from_slice(args);
-    let out = common::bbcheck(&all);
-    assert!(
-        out.status.success(),
-        "{}: {}",
-        log.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
-}
-
 fn jsonl(log: &Path, args: &[&str]) -> Vec<Value> {
     let mut all = vec!["--jsonl"];
     all.extend_from_slice(args);
-    String::from_utf8(export(log, &all))
+    String::from_utf8(common::export(log, &all))
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -118,7 +104,7 @@ fn tables(log: &Path, dir: &Path, args: &[&str]) -> BTreeMap<String, Read> {
     let _ = std::fs::remove_dir_all(dir);
     let mut all = vec!["--parquet", "-o", dir.to_str().unwrap()];
     all.extend_from_slice(args);
-    export(log, &all);
+    common::export(log, &all);
     let stem = log.file_stem().unwrap().to_string_lossy().into_owned();
     common::file_names(dir)
         .into_iter()
@@ -131,18 +117,6 @@ fn tables(log: &Path, dir: &Path, args: &[&str]) -> BTreeMap<String, Read> {
             (table, read_table(&dir.join(&name)))
         })
         .collect()
-}
-
-fn logs(dir: &str) -> Vec<PathBuf> {
-    let Some(corpus) = common::corpus() else {
-        return Vec::new();
-    };
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(corpus.join("real").join(dir))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    paths.sort();
-    paths
 }
 
 /// The rows JSON Lines gives a Blackbox table: per frame its values, then its type (main),
@@ -187,7 +161,7 @@ fn blackbox_rows(records: &[Value]) -> BTreeMap<String, Vec<Vec<Value>>> {
 #[test]
 fn blackbox_tables_hold_what_json_lines_exports() {
     let dir = common::TempDir::new("parquet-blackbox");
-    let mut logs = logs("blackbox");
+    let mut logs = common::real_logs("blackbox");
     logs.push(common::own_corpus().join("generated/demo.bbl"));
     let mut frames = 0;
     for log in &logs {
@@ -278,7 +252,7 @@ fn same_row(a: &[Value], b: &[Value]) -> bool {
 fn dataflash_tables_hold_what_json_lines_exports() {
     let dir = common::TempDir::new("parquet-dataflash");
     let mut messages = 0;
-    for log in logs("ardupilot") {
+    for log in common::real_logs("ardupilot") {
         let want = dataflash_rows(&jsonl(&log, &[]));
         let got = tables(&log, &dir.join("raw"), &["--raw"]);
         let mut seen = 0;
@@ -303,7 +277,7 @@ fn dataflash_tables_hold_what_json_lines_exports() {
         let scaled = tables(&log, &dir.join("scaled"), &[]);
         let csv_dir = dir.join("csv");
         let _ = std::fs::remove_dir_all(&csv_dir);
-        export(&log, &["--csv", "-o", csv_dir.to_str().unwrap()]);
+        common::export(&log, &["--csv", "-o", csv_dir.to_str().unwrap()]);
         let stem = log.file_stem().unwrap().to_string_lossy().into_owned();
         for (name, table) in scaled
             .iter()
@@ -355,7 +329,7 @@ fn pyarrow_and_duckdb_read_the_tables_as_one_dataset() {
     ];
     let mut main_frames = 0;
     for log in &logs {
-        export(log, &["--parquet", "-o", dir.to_str().unwrap()]);
+        common::export(log, &["--parquet", "-o", dir.to_str().unwrap()]);
         main_frames += jsonl(log, &[])
             .iter()
             .filter(|r| r["type"] == "I" || r["type"] == "P")

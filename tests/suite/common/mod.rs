@@ -129,6 +129,34 @@ pub fn python(modules: &str) -> Option<PathBuf> {
     None
 }
 
+/// The real logs of the corpus in `real/<dir>` (`blackbox`, `ardupilot`), in name order; none
+/// without the corpus (see [`corpus`]).
+pub fn real_logs(dir: &str) -> Vec<PathBuf> {
+    let Some(corpus) = corpus() else {
+        return Vec::new();
+    };
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(corpus.join("real").join(dir))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    paths.sort();
+    paths
+}
+
+/// Run `bbcheck export LOG ARGS…`, which must succeed; its standard output.
+pub fn export(log: &Path, args: &[&str]) -> Vec<u8> {
+    let mut all = vec!["export", log.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let out = bbcheck(&all);
+    assert!(
+        out.status.success(),
+        "{}: {}",
+        log.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
 /// The project's own shipped corpus directory.
 pub fn own_corpus() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("corpus")
