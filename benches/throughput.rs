@@ -2,10 +2,10 @@
 //! physical yardstick: `memchr` counting frame bytes plus a byte checksum), bbcheck's `check` and
 //! `export --jsonl`, and the `blackbox-log` crate's decoder, on the largest real Betaflight log
 //! that crate supports, repeated to at least 100 MiB, its main CSV rows formatted into memory and
-//! its Parquet tables written to memory;
-//! `check` on one generated session of over 100 MiB, on one thread and split between two; then
-//! DataFlash `check`, `export --jsonl`, `export --parquet` (tables to memory) and `export --csv`
-//! (each table through a buffered writer to nowhere) on the largest real DataFlash log, repeated likewise. Without the real corpus, the
+//! its Parquet tables and MCAP recordings written to memory; `check` on one generated session of
+//! over 100 MiB, on one thread and split between two; then DataFlash `check`, `export --jsonl`,
+//! `--parquet` and `--mcap` (to memory) and `--csv` (each table through a buffered writer to
+//! nowhere) on the largest real DataFlash log, repeated likewise. Without the real corpus, the
 //! shipped demo log and DataFlash seed stand in.
 
 use criterion::measurement::WallTime;
@@ -142,6 +142,28 @@ fn blackbox_parquet(data: &[u8]) -> usize {
     bytes
 }
 
+/// The bytes of the MCAP recordings `export --mcap` writes for `data`, written to memory.
+fn blackbox_mcap(data: &[u8]) -> usize {
+    use bbcheck::blackbox::export::mcap::McapSink;
+    let mut bytes = 0;
+    let mut sink = McapSink::new(
+        |_| Ok(std::io::Cursor::new(Vec::new())),
+        |_, recording: std::io::Cursor<Vec<u8>>| {
+            bytes += recording.into_inner().len();
+            Ok(())
+        },
+        bbcheck::report::Keep::All,
+    );
+    bbcheck::blackbox::decode(
+        "bench",
+        data,
+        |session, sink: &mut McapSink<_, _, _>| sink.start_session(session),
+        &mut sink,
+    );
+    sink.finish().expect("export");
+    bytes
+}
+
 fn bench(c: &mut Criterion) {
     let blackbox = largest(&corpus().join("real/blackbox"), &["betaflight-4.5."])
         .unwrap_or_else(|| own("corpus/generated/demo.bbl"));
@@ -164,6 +186,9 @@ fn bench(c: &mut Criterion) {
     });
     group.bench_function("bbcheck export --parquet, tables to memory", |b| {
         b.iter(|| black_box(blackbox_parquet(&data)))
+    });
+    group.bench_function("bbcheck export --mcap, recordings to memory", |b| {
+        b.iter(|| black_box(blackbox_mcap(&data)))
     });
     group.bench_function("blackbox-log 0.4", |b| {
         b.iter(|| black_box(blackbox_log_main_frames(&data)))
@@ -211,6 +236,19 @@ fn bench(c: &mut Criterion) {
                 &data,
                 &Default::default(),
                 |_| Ok(Vec::new()),
+                &reached,
+            )
+            .expect("export")
+        })
+    });
+    group.bench_function("bbcheck export --mcap, recording to memory", |b| {
+        let reached = AtomicU64::new(0);
+        b.iter(|| {
+            bbcheck::dataflash::export::mcap::write_mcap(
+                "bench",
+                &data,
+                &Default::default(),
+                std::io::Cursor::new(Vec::new()),
                 &reached,
             )
             .expect("export")
