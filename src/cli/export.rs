@@ -60,7 +60,8 @@ pub struct Args {
     #[arg(long = "format", id = "log_format", value_enum, default_value_t)]
     log_format: LogFormat,
     /// Leave out suspect frames and messages (read in step, values in doubt). Without it they
-    /// are exported, JSON Lines records marking them `"trust":"suspect"`.
+    /// are exported, marked where the format can say so: `"trust":"suspect"` in JSON Lines and
+    /// MCAP messages, `suspect` in the Parquet `trust` column.
     #[arg(long)]
     drop_suspect: bool,
     /// Exit 1 when the input is damaged (the output is written all the same); without it the
