@@ -1146,7 +1146,9 @@ impl<'a> SessionDecoder<'a> {
             rule: Rule::DamageAfterIFrame,
             offset: None,
         }));
-        // Frames a salvage kept as suspect stay so, from the first of them on.
+        // Frames a salvage kept as suspect stay so, each of them (the groups of the log it
+        // wrote need not be those that put them in doubt).
+        let own_from = suspicion.map(|s| s.from);
         let listed = self
             .group
             .first_listed_suspect(&self.listed_suspect, self.iteration_index)
@@ -1171,9 +1173,11 @@ impl<'a> SessionDecoder<'a> {
                 }
                 (usize::MAX, None)
             }
-            Some((s, e)) => (s.from, Some(e)),
+            Some((_, e)) => (own_from.unwrap_or(usize::MAX), Some(e)),
             None => (usize::MAX, None),
         };
+        let listed_frames = &self.listed_suspect;
+        let iteration_index = self.iteration_index;
         // The I frame's values stand under the rest: an offset there puts every time in doubt.
         let i_frame_doubted = suspicion.is_some_and(|s| s.rule == Rule::IFrameOffset);
         let (group, ledger) = (&self.group, &mut self.ledger);
@@ -1188,7 +1192,12 @@ impl<'a> SessionDecoder<'a> {
                         ledger.note_gap(untrusted.reason);
                     }
                     time_trusted = kept && !i_frame_doubted && i < untrusted.time_from;
-                    match (kept, i >= suspect_from) {
+                    let listed = !listed_frames.is_empty()
+                        && group
+                            .values(item)
+                            .get(iteration_index)
+                            .is_some_and(|&it| listed_frames.contains(it as u32));
+                    match (kept, i >= suspect_from || listed) {
                         (false, _) => None,
                         (true, false) => Some(Trust::Trusted),
                         (true, true) => Some(Trust::Suspect),

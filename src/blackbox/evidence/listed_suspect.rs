@@ -2,9 +2,9 @@
 //! put them in doubt. Some of that evidence does not survive the writing: a line feed whose
 //! reading was in doubt is written as the reading chosen, under a header that says the log's line
 //! feeds were checked. So salvage lists, in `H Suspect frames:` header lines, the loop iterations
-//! of the main frames it kept as suspect, and a frame listed there is suspect again, from the
-//! first listed frame of its group to the group's end (`listed-suspect`), whatever the other
-//! rules find. Threshold: none; the listing is the evidence. A clean log lists nothing, and a log
+//! of the main frames it kept as suspect, and each frame listed there is suspect again
+//! (`listed-suspect`), whatever the other rules find: the written log's groups need not be the
+//! ones whose evidence put them in doubt. Threshold: none; the listing is the evidence. A clean log lists nothing, and a log
 //! salvaged twice lists the same frames.
 
 use crate::blackbox::group::Group;
@@ -56,9 +56,12 @@ impl SuspectFrames {
     }
 
     /// Note the next main frame written, of loop iteration `iteration`: a suspect one extends the
-    /// run of the suspect frame written right before it, or starts a run.
+    /// run of the suspect frame written right before it, or starts a run (unless the last run
+    /// holds its iteration already: a listing names iterations, and a frame written twice, as
+    /// around a logging pause, is listed once).
     pub fn note(&mut self, iteration: u32, suspect: bool, previous_suspect: bool) {
         match self.ranges.last_mut() {
+            Some(run) if suspect && (run.0..=run.1).contains(&iteration) => {}
             Some(run) if suspect && previous_suspect && iteration > run.1 => run.1 = iteration,
             _ if suspect => self.ranges.push((iteration, iteration)),
             _ => {}
