@@ -166,17 +166,29 @@ impl<W: Write + Seek> McapSink<'_, W> {
         if let Some(time) = message.clock_us() {
             self.time_us = Some(time);
         }
-        self.waiting.push((Some(channel), self.line.clone()));
-        if message.format.name == "MSG"
-            && let Some(Value::Text(text)) = message.fields().find(|v| v.as_text().is_some())
-        {
-            self.waiting
-                .push((None, Text::new(text).to_string().into_bytes()));
-        }
+        let text = match message.format.name == "MSG" {
+            true => message.fields().find_map(Value::as_text).map(Text::new),
+            false => None,
+        };
         match self.time_us {
-            Some(time) => self.write_waiting(time)?,
-            None if self.waiting.len() > MOST_WAITING => self.write_waiting(0)?,
-            None => {}
+            // Once there is a time, messages go straight to the recording.
+            Some(time) => {
+                self.write_waiting(time)?;
+                self.recording.write(channel, time, &self.line)?;
+                if let Some(text) = text {
+                    self.recording
+                        .log(time, Level::Info, "MSG", &text.to_string())?;
+                }
+            }
+            None => {
+                self.waiting.push((Some(channel), self.line.clone()));
+                if let Some(text) = text {
+                    self.waiting.push((None, text.to_string().into_bytes()));
+                }
+                if self.waiting.len() > MOST_WAITING {
+                    self.write_waiting(0)?;
+                }
+            }
         }
         if let (Some(fix), Some(time)) = (Fix::of(message.format), self.time_us) {
             let fields: Vec<Value<'_>> = message.fields().collect();
