@@ -161,28 +161,50 @@ fn jobs(paths: &[PathBuf]) -> Result<Vec<Job>, Error> {
         .collect())
 }
 
+/// Open and check the file at `path`, read as `format`; `reached` and `done` hold an offset and a
+/// byte count per thread its sessions may share. With `page`, also write its HTML page there.
+fn check_file(
+    path: &Path,
+    format: LogFormat,
+    page: Option<&Path>,
+    reached: &[AtomicU64],
+    done: &[AtomicU64],
+) -> Result<(input::Input, Checked), Error> {
+    let data = input::open(path)?;
+    let mut timeline = page.map(|_| Timeline::default());
+    let mut report = input::bounded(&data, reached, &ProgressBar::hidden(), || {
+        check_data(path, &data, format, reached, done, timeline.as_mut())
+    })?;
+    report.file_mut().text_mode_copy = data.text_mode_copy();
+    report.file_mut().periodic_insertions = data.insertions().cloned().map(Box::new);
+    if let (Some(page), Some(timeline)) = (page, &timeline) {
+        html::write(page, &report, timeline, &data)?;
+    }
+    Ok((data, report))
+}
+
+/// The report `check --json` prints for the file at `path`, read as `format` (without the line
+/// end), its sessions shared among the cores.
+pub fn json_report(path: &Path, format: LogFormat) -> Result<String, Error> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let counters = || -> Vec<AtomicU64> { (0..cores).map(|_| AtomicU64::new(0)).collect() };
+    let (_, report) = check_file(path, format, None, &counters(), &counters())?;
+    Ok(to_json(&report))
+}
+
+/// A report as JSON.
+fn to_json(report: &Checked) -> String {
+    match report {
+        Checked::Blackbox(report) => serde_json::to_string(report),
+        Checked::Dataflash(report) => serde_json::to_string(report),
+    }
+    .expect("a report serialises")
+}
+
 /// Check one file; `reached` and `done` hold an offset and a byte count per thread its sessions
 /// may share.
 fn check_one(job: &Job, args: &Args, reached: &[AtomicU64], done: &[AtomicU64]) -> Outcome {
-    let checked = input::open(&job.path).and_then(|data| {
-        let mut timeline = job.page.as_ref().map(|_| Timeline::default());
-        let mut report = input::bounded(&data, reached, &ProgressBar::hidden(), || {
-            check_data(
-                &job.path,
-                &data,
-                args.format,
-                reached,
-                done,
-                timeline.as_mut(),
-            )
-        })?;
-        report.file_mut().text_mode_copy = data.text_mode_copy();
-        report.file_mut().periodic_insertions = data.insertions().cloned().map(Box::new);
-        if let (Some(page), Some(timeline)) = (&job.page, &timeline) {
-            html::write(page, &report, timeline, &data)?;
-        }
-        Ok((data, report))
-    });
+    let checked = check_file(&job.path, args.format, job.page.as_deref(), reached, done);
     let (data, report) = match checked {
         Ok(checked) => checked,
         Err(Error::NotALog { .. } | Error::UnknownFormat { .. }) if job.found => {
@@ -194,12 +216,7 @@ fn check_one(job: &Job, args: &Args, reached: &[AtomicU64], done: &[AtomicU64]) 
     let hexdump = args.hexdump.then_some(&data[..]);
     let paint = Paint::stdout();
     let written = match (&report, args.json) {
-        (Checked::Blackbox(report), true) => serde_json::to_writer(&mut text, report)
-            .map_err(io::Error::from)
-            .and_then(|()| writeln!(text)),
-        (Checked::Dataflash(report), true) => serde_json::to_writer(&mut text, report)
-            .map_err(io::Error::from)
-            .and_then(|()| writeln!(text)),
+        (report, true) => writeln!(text, "{}", to_json(report)),
         // Quiet: only the corrupt spans.
         (Checked::Blackbox(report), false) if terminal::quiet() => {
             write_spans(&mut text, report, hexdump, paint)

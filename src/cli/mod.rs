@@ -5,6 +5,7 @@
 //! unless `--fail-on-damage` asks for 1 on damage. 2 when a file could not be read or the arguments
 //! are wrong.
 
+pub mod calls;
 pub mod check;
 pub mod checked;
 mod damage;
@@ -16,7 +17,7 @@ mod info;
 mod input;
 mod library;
 mod output;
-mod salvage;
+pub mod salvage;
 mod terminal;
 mod timeline;
 
@@ -195,7 +196,7 @@ impl fmt::Display for Error {
 impl Error {
     /// The exit code of a command that stopped on this error: 1 for a log whose header is lost
     /// (damage), 2 for the others.
-    fn exit_code(&self) -> u8 {
+    pub fn exit_code(&self) -> u8 {
         match self {
             Error::Headless { .. } | Error::NoHeaderFits { .. } => EXIT_DAMAGED,
             _ => EXIT_ERROR,

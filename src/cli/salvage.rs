@@ -322,7 +322,18 @@ fn refuse_input(output: &Path, input: &Path) -> Result<(), Error> {
     Ok(())
 }
 
+/// Salvage as the arguments ask, printing what was kept and dropped.
 pub fn run(args: &Args) -> Result<u8, Error> {
+    let (code, printed) = salvage(args)?;
+    io::stdout()
+        .write_all(printed.as_bytes())
+        .map_err(|e| Error::io(Path::new("<stdout>"), e))?;
+    Ok(code)
+}
+
+/// Salvage as the arguments ask: the exit code and what `run` prints (with `--json`, the
+/// summary).
+pub fn salvage(args: &Args) -> Result<(u8, String), Error> {
     if args.output == Path::new("-") {
         return Err(Error::Usage(
             "-o -: salvage writes a log file (complete or not at all); name one".into(),
@@ -429,10 +440,7 @@ pub fn run(args: &Args) -> Result<u8, Error> {
     if !args.json && !terminal::quiet() {
         printed.insert_str(0, &data.restored_note());
     }
-    io::stdout()
-        .write_all(printed.as_bytes())
-        .map_err(|e| Error::io(Path::new("<stdout>"), e))?;
-    Ok(code)
+    Ok((code, printed))
 }
 
 /// How many suspect frames or messages (`things`) a salvaged log holds, or left out.
