@@ -26,6 +26,7 @@ mod parallel;
 mod parquet_export;
 mod periodic;
 mod pymavlink_oracle;
+mod python_package;
 mod quality;
 mod readme;
 mod real_corpus;

@@ -1,6 +1,7 @@
 //! The `console` blocks of the README and of docs/ci.md are run as written and must print exactly
 //! what they show: a pilot following the quick start sees the same output. The README's `python`
-//! blocks then run in the same directory, with pyarrow and DuckDB, and must succeed.
+//! blocks then run in the same directory, with pyarrow, DuckDB and the Python package, and must
+//! succeed.
 
 use crate::common;
 
@@ -105,7 +106,7 @@ fn run_console_blocks(doc: &str, at_least: usize) {
     if python.is_empty() {
         return;
     }
-    let Some(interpreter) = common::python("pyarrow.parquet, duckdb") else {
+    let Some(interpreter) = common::python("pyarrow.parquet, duckdb, bbcheck") else {
         return;
     };
     for block in python {
