@@ -74,11 +74,21 @@ impl NewlineCounts {
     /// Whether the data counted so far reads as a Windows → Unix text-mode copy (see
     /// [`is_newline_converted`]).
     pub fn is_newline_converted(&self) -> bool {
-        let expected = self
-            .carriage_returns
-            .saturating_mul(LINE_FEEDS_PER_CARRIAGE_RETURN);
         self.bytes >= NEWLINE_EVIDENCE
-            && self.line_feeds >= expected.saturating_add(MIN_LINE_FEED_EXCESS)
+            && self.line_feeds >= self.expected().saturating_add(MIN_LINE_FEED_EXCESS)
+    }
+
+    /// Whether the line feeds outnumber the carriage returns as in a text-mode copy, though too
+    /// few to tell by themselves: a copy if the format's structure shows carriage returns made
+    /// line feeds.
+    pub fn may_be_newline_converted(&self) -> bool {
+        self.line_feeds > 0 && self.line_feeds >= self.expected()
+    }
+
+    /// The most line feeds of data copied in binary, for its carriage returns.
+    fn expected(&self) -> usize {
+        self.carriage_returns
+            .saturating_mul(LINE_FEEDS_PER_CARRIAGE_RETURN)
     }
 }
 

@@ -194,6 +194,30 @@ pub fn fmt_body(input: &[u8]) -> IResult<&[u8], Definition<'_>, ()> {
     ))
 }
 
+/// How many FMT messages of `data` declare a line feed (10) for the length of a type whose
+/// format needs 13, a carriage return: the mark a text-mode copy leaves on definitions.
+pub fn line_feed_lengths(data: &[u8]) -> usize {
+    let carriage_return = usize::from(b'\r');
+    memchr::memmem::find_iter(data, &[HEADER[0], HEADER[1], FMT_TYPE])
+        .filter(|&at| {
+            let body = data.get(at + HEADER_LEN..).unwrap_or_default();
+            let Ok((_, d)) = fmt_body(body) else {
+                return false;
+            };
+            if d.length != i128::from(b'\n') {
+                return false;
+            }
+            let problem = Format::define(&d, None)
+                .ok()
+                .and_then(|(_, problem)| problem);
+            matches!(
+                problem,
+                Some(ProblemKind::LengthMismatch { needed, .. }) if needed == carriage_return
+            )
+        })
+        .count()
+}
+
 /// Why a FMT message is a problem.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProblemKind {

@@ -23,6 +23,7 @@ use super::evidence::Judge;
 use super::evidence::line_feed::{self, LineFeeds};
 use super::fmt::{
     FMT_TYPE, Format, FormatProblem, Formats, HEADER, HEADER_LEN, ProblemKind, Role, decode_name,
+    line_feed_lengths,
 };
 use super::message::{
     Fields, Message, definition_from_values, fmtu_from_values, mult_from_values, unit_from_values,
@@ -939,9 +940,19 @@ pub const LINE_FEEDS_IN_DOUBT: &[u8] = b"bbcheck salvage: line feeds in doubt";
 /// the one by which it says they are in doubt (a salvaged copy keeps its messages that hold line
 /// feeds, suspect, and may hold too few of them to show it is one).
 pub fn copied_in_text_mode(data: &[u8]) -> bool {
-    (crate::textmode::is_newline_converted(data) && !says_line_feeds_stand(data))
-        || says_line_feeds_in_doubt(data)
+    let mut counts = crate::textmode::NewlineCounts::default();
+    counts.add(data);
+    let converted = counts.is_newline_converted()
+        || counts.may_be_newline_converted() && line_feed_lengths(data) >= LINE_FEED_LENGTHS;
+    (converted && !says_line_feeds_stand(data)) || says_line_feeds_in_doubt(data)
 }
+
+/// FMT messages declaring a line feed for the length where their format needs a carriage
+/// return that, with line feeds outnumbering carriage returns, show a small log to be a text-mode
+/// copy. Loggers declare the size of the structure they write, which is never less than its
+/// format needs (a firmware's slip, as BAR3 of one ArduCopter 3.6 declaring 33 bytes for 29,
+/// adds padding): 10 for 13 is a carriage return made a line feed.
+const LINE_FEED_LENGTHS: usize = 1;
 
 /// Whether `data` holds the message [`LINE_FEEDS_CHECKED`].
 pub fn says_line_feeds_stand(data: &[u8]) -> bool {
@@ -1384,5 +1395,35 @@ mod tests {
         assert_eq!(messages.len(), 3);
         assert_eq!(messages[2], (179, "ONE".into()));
         assert_eq!(scan.end_offset, log.len() as u64);
+    }
+
+    #[test]
+    fn a_definition_whose_carriage_return_became_a_line_feed_shows_a_small_copy() {
+        // A small log: too few line feeds to tell by their count alone.
+        let mut log = fmt(0x80, 89, "FMT", "BBnNZ", "Type,Length,Name,Format,Columns");
+        let values = |log: &mut Vec<u8>, lf: usize, cr: usize| {
+            for _ in 0..lf {
+                log.extend(message(0x40, &[b'\n', 1, 2, 3]));
+            }
+            for _ in 0..cr {
+                log.extend(message(0x40, &[b'\r', 1, 2, 3]));
+            }
+        };
+        values(&mut log, 40, 2);
+        assert!(!copied_in_text_mode(&log));
+        // "Ihhh" needs 13 bytes, and declares 10: a text-mode copy.
+        let mut copy = log.clone();
+        copy.extend(fmt(0x41, b'\n', "GMB3", "Ihhh", "TimeMS,a,b,c"));
+        assert!(copied_in_text_mode(&copy));
+        // The same definition amid as many carriage returns as line feeds: no copy.
+        let mut binary = copy.clone();
+        values(&mut binary, 0, 40);
+        assert!(!copied_in_text_mode(&binary));
+        // A length of 13 declared as 13, or one too long, is no mark.
+        for length in [13, 17] {
+            let mut log = log.clone();
+            log.extend(fmt(0x41, length, "GMB3", "Ihhh", "TimeMS,a,b,c"));
+            assert!(!copied_in_text_mode(&log), "length {length}");
+        }
     }
 }
