@@ -42,16 +42,23 @@ def export(path, directory, format="parquet", *, session=None, drop_suspect=Fals
     `directory` (created if missing); nothing is written when the log cannot be read."""
     if format not in ("parquet", "csv", "mcap"):
         raise ValueError(f"format {format!r}: parquet, csv or mcap")
-    args = [f"--{format}", "-o", os.fspath(directory), os.fspath(path)]
-    if session is not None:
-        args += ["--session", str(session)]
-    if drop_suspect:
-        args.append("--drop-suspect")
-    if raw:
-        args.append("--raw")
-    if types is not None:
-        args += ["--types", types if isinstance(types, str) else ",".join(types)]
-    _native.export(args)
+    options = _options(session=session, drop_suspect=drop_suspect, raw=raw, types=types)
+    _native.export([f"--{format}", "-o", os.fspath(directory), os.fspath(path), *options])
+
+
+def _options(**options):
+    """Command-line options from keyword arguments: `drop_suspect=True` is `--drop-suspect`,
+    `session=2` is `--session 2`, a list is comma-separated; None and False give nothing."""
+    args = []
+    for name, value in options.items():
+        flag = "--" + name.replace("_", "-")
+        if value is True:
+            args.append(flag)
+        elif isinstance(value, (list, tuple)):
+            args += [flag, ",".join(value)]
+        elif value is not None and value is not False:
+            args += [flag, os.fspath(value) if isinstance(value, os.PathLike) else str(value)]
+    return args
 
 
 def _tables(path, args, wanted=re.compile(r".*")):
@@ -79,11 +86,7 @@ def frames(path, session=None, kind="main", *, drop_suspect=False):
     table."""
     if kind not in KINDS:
         raise ValueError(f"kind {kind!r}: one of {', '.join(KINDS)}")
-    args = ["--format", "blackbox"]
-    if session is not None:
-        args += ["--session", str(session)]
-    if drop_suspect:
-        args.append("--drop-suspect")
+    args = _options(format="blackbox", session=session, drop_suspect=drop_suspect)
     wanted = re.compile(rf"\.(\d+)\.{kind}\.parquet$")
     found = [_with_session(table, int(match.group(1)))
              for match, table in _tables(path, args, wanted)]
@@ -100,11 +103,7 @@ def messages(path, type, *, raw=False, drop_suspect=False):
     shows them (stored as written with `raw`), then `session`, `offset` and `trust`; each column's
     metadata holds its format character, unit and multiplier. A type the log redefines gives the
     rows of both layouts; one the log lacks, an empty table."""
-    args = ["--types", type]
-    if raw:
-        args.append("--raw")
-    if drop_suspect:
-        args.append("--drop-suspect")
+    args = _options(types=type, raw=raw, drop_suspect=drop_suspect)
     found = [table for _, table in _tables(path, args)]
     if not found:
         return pyarrow.table({})
@@ -118,16 +117,7 @@ def salvage(src, dst, *, session=None, split=False, drop_suspect=False, header_f
     """Write the trusted frames (and suspect ones, unless `drop_suspect`) of the log `src` to
     `dst` as a clean log, as `bbcheck salvage` does; returns its JSON summary as a dict. `dst` is
     written whole or not at all; `src` is never changed."""
-    args = [os.fspath(src), "-o", os.fspath(dst), "--json"]
-    if session is not None:
-        args += ["--session", str(session)]
-    if split:
-        args.append("--split")
-    if drop_suspect:
-        args.append("--drop-suspect")
-    if header_from is not None:
-        args += ["--header-from", os.fspath(header_from)]
-    if fmt_from is not None:
-        args += ["--fmt-from", os.fspath(fmt_from)]
-    _code, printed = _native.salvage(args)
+    options = _options(session=session, split=split, drop_suspect=drop_suspect,
+                       header_from=header_from, fmt_from=fmt_from)
+    _code, printed = _native.salvage([os.fspath(src), "-o", os.fspath(dst), "--json", *options])
     return json.loads(printed)
