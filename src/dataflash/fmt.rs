@@ -195,11 +195,16 @@ pub fn fmt_body(input: &[u8]) -> IResult<&[u8], Definition<'_>, ()> {
 }
 
 /// How many FMT messages of `data` declare a line feed (10) for the length of a type whose
-/// format needs 13, a carriage return: the mark a text-mode copy leaves on definitions.
+/// format needs 13, a carriage return: the mark a text-mode copy leaves on definitions. A FMT
+/// counts where the next message, or the end of the data, follows it.
 pub fn line_feed_lengths(data: &[u8]) -> usize {
     let carriage_return = usize::from(b'\r');
     memchr::memmem::find_iter(data, &[HEADER[0], HEADER[1], FMT_TYPE])
         .filter(|&at| {
+            let next = data.get(at + FMT_LENGTH..).unwrap_or_default();
+            if !(next.is_empty() || next.starts_with(&HEADER)) {
+                return false;
+            }
             let body = data.get(at + HEADER_LEN..).unwrap_or_default();
             let Ok((_, d)) = fmt_body(body) else {
                 return false;
