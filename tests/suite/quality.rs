@@ -27,7 +27,8 @@
 //!
 //! The "reference" columns decode the same files with the reference decoders' rules.
 //! `BBCHECK_QUALITY_MODELS=newline,bit-flips` measures only the models named;
-//! `BBCHECK_QUALITY_MATERIAL=1` prints every material trusted frame.
+//! `BBCHECK_QUALITY_MATERIAL=1` prints every material trusted frame, `BBCHECK_QUALITY_MATERIAL=all`
+//! every wrong or bogus one.
 
 use crate::common;
 
@@ -301,7 +302,7 @@ fn score(truth: &Truth<'_>, intact: &[bool], plain: &[bool], got: &Mains) -> Sco
 
 /// Prints each material trusted frame of `got` (see [`score`]): its kind, iteration, and every
 /// field it gets wrong as `f<index>:<error>/<envelope>`.
-fn print_material(truth: &Truth<'_>, got: &Mains, case: &str) {
+fn print_material(truth: &Truth<'_>, got: &Mains, case: &str, all: bool) {
     let frames = &truth.clean.frames;
     for f in got.frames.iter().filter(|f| f.trust == Trust::Trusted) {
         let i = match (truth.get(&f.key), truth.by_iteration.get(&f.key.0)) {
@@ -312,7 +313,7 @@ fn print_material(truth: &Truth<'_>, got: &Mains, case: &str) {
             }
         };
         let clean = frames[i].values.as_slice();
-        if clean == f.values.as_slice() || !truth.material(i, &f.values) {
+        if clean == f.values.as_slice() || !(all || truth.material(i, &f.values)) {
             continue;
         }
         let fields: Vec<String> = f
@@ -323,7 +324,13 @@ fn print_material(truth: &Truth<'_>, got: &Mains, case: &str) {
             .filter(|(_, (v, c))| v != c)
             .map(|(field, (v, c))| format!("f{field}:{:+}/{}", v - c, truth.envelope(i, field)))
             .collect();
-        println!("{case}: {:?} {} {}", f.kind, f.key.0, fields.join(" "));
+        println!(
+            "{case}: {:?} {} @{} {}",
+            f.kind,
+            f.key.0,
+            f.start,
+            fields.join(" ")
+        );
     }
 }
 
@@ -390,7 +397,7 @@ fn measure() -> Option<Vec<(Model, Tally)>> {
     let mut table = Vec::new();
     let truths: Vec<Truth<'_>> = logs.iter().map(|(_, clean, _)| truth(clean)).collect();
     let only = std::env::var("BBCHECK_QUALITY_MODELS").ok();
-    let print_material_frames = std::env::var_os("BBCHECK_QUALITY_MATERIAL").is_some();
+    let print_material_frames = std::env::var("BBCHECK_QUALITY_MATERIAL").ok();
     let wanted = |m: Model| {
         only.as_deref()
             .is_none_or(|o| o.split(',').any(|n| n == m.name()))
@@ -404,13 +411,19 @@ fn measure() -> Option<Vec<(Model, Tally)>> {
                 let (got, report) = decode(&d.data, Validation::Thorough);
                 let (reference, _) = decode(&d.data, Validation::Reference);
                 let ours = score(truth, &intact, plain, &got);
-                if print_material_frames {
+                if let Some(which) = &print_material_frames {
                     let case = format!(
-                        "{} seed {seed}, {} frames",
+                        "{} {} seed {seed}, {} frames",
                         model.name(),
+                        data.len(),
                         clean.frames.len()
                     );
-                    print_material(truth, &got, &case);
+                    print_material(truth, &got, &case, which == "all");
+                    if which == "all" {
+                        for c in &d.changes {
+                            println!("{case}: change {c:?}");
+                        }
+                    }
                 }
                 let theirs = score(truth, &intact, plain, &reference);
                 t.held += ours.held;
