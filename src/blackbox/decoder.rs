@@ -987,7 +987,12 @@ impl<'a> SessionDecoder<'a> {
             .min_by_key(|s| s.from);
             // The decoder goes on as if the group ended where its values come into doubt.
             let kept = suspicion.map_or(untrusted.from, |s| s.from.min(untrusted.from));
-            let settled = kept == self.group.items.len();
+            // Frames a salvage kept as suspect teach nothing, as in the log it read.
+            let settled = kept == self.group.items.len()
+                && self
+                    .group
+                    .first_listed_suspect(&self.listed_suspect, self.iteration_index)
+                    .is_none();
             if let Some(next) = next
                 && trusted
                 && settled

@@ -27,21 +27,17 @@ pub fn p_offset_threshold(change: i64) -> i64 {
 }
 
 /// I-frame intervals in one window of [`Motion`].
-pub const MOTION_WINDOW_GROUPS: u32 = 32;
-/// [`Motion`] learns from one I-frame interval in this many (reading every change of every
-/// group costs over a tenth of the decoding).
-pub const MOTION_SAMPLE: u32 = 4;
+pub const MOTION_WINDOW_GROUPS: u32 = 4;
 /// Groups [`Motion`] must have learnt from before it is compared with.
-pub const MIN_MOTION_GROUPS: u32 = 6;
+pub const MIN_MOTION_GROUPS: u32 = 3;
 
 /// How far each main field moved in the recent trusted groups: the bits of its changes between
 /// consecutive main frames and into the next I frame (so at least the largest change and less
-/// than twice it), over one I-frame interval in [`MOTION_SAMPLE`] of the current window of
-/// [`MOTION_WINDOW_GROUPS`] intervals and of the one before. Some fields hold a value for
-/// several frames and then jump (a current sensor read at a lower rate, a receiver's frames),
-/// which inside one group looks like a P frame offset; the flight's recent motion tells the two
-/// apart. Windows and samples are counted by iteration, so two decoders that learnt from the
-/// same groups since two windows hold the same motion.
+/// than twice it), over the current window of [`MOTION_WINDOW_GROUPS`] I-frame intervals and the
+/// one before. Some fields hold a value for several frames and then jump (a current sensor read
+/// at a lower rate, a receiver's frames), which inside one group looks like a P frame offset;
+/// the flight's recent motion tells the two apart. Windows are counted by iteration, so two
+/// decoders that learnt from the same groups since two windows hold the same motion.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Motion {
     /// Fields compared at all.
@@ -75,7 +71,7 @@ impl Motion {
     pub fn learn(&mut self, group: &Group, next: &[i64], iteration: u32, i_interval: u32) {
         let n = self.watched.len();
         let interval = iteration / i_interval.max(1);
-        if next.len() != n || !interval.is_multiple_of(MOTION_SAMPLE) {
+        if next.len() != n {
             return;
         }
         let window = interval / MOTION_WINDOW_GROUPS;
