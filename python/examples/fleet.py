@@ -4,12 +4,12 @@
     python fleet.py OUT LOGS... --scheduler tcp://scheduler:8786
 
 Each worker checks a log (`bbcheck.check`) and exports its Parquet tables (`bbcheck.export`)
-into OUT/<log's path under its LOGS>/; OUT/sessions.parquet gets a row per flight (session) of
-every log. LOGS and OUT are paths or fsspec URLs: with `s3fs` installed on the client and the
-workers, `s3://bucket/logs` and `s3://bucket/fleet` run the same code on a real cluster: each
-worker copies its log to a local scratch file, which bbcheck maps, and uploads the tables; DuckDB
-reads them through the same filesystem.
-Files that hold no log are skipped.
+into OUT/<the log's path from the folder holding its LOGS>/ (OUT/blackbox/a.bbl/ for a.bbl in
+LOGS .../blackbox); OUT/sessions.parquet gets a row per flight (session) of every log. LOGS and
+OUT are paths or fsspec URLs: with `s3fs` installed on the client and the workers,
+`s3://bucket/logs` and `s3://bucket/fleet` run the same code on a real cluster: each worker
+copies its log to a local scratch file, which bbcheck maps, and uploads the tables; DuckDB reads
+them through the same filesystem. Files that hold no log are skipped.
 """
 
 import argparse
@@ -84,15 +84,16 @@ def flights(reports):
 
 
 def logs(urls):
-    """Every file under each of `urls`, with the directory its output goes to (its path under the
-    URL it was found in)."""
+    """Every file under each of `urls`, with the directory its tables go to: its path from the
+    folder holding that URL (`blackbox/a.bbl` for a file found under `.../blackbox`, `a.bbl` for
+    the file `.../a.bbl` itself)."""
     found = []
     for url in urls:
         fs, root = fsspec.core.url_to_fs(url)
-        files = [root] if fs.isfile(root) else fs.find(root)
-        base = posixpath.dirname(root) if fs.isfile(root) else root
-        for path in sorted(files):
-            found.append((fs.unstrip_protocol(path), posixpath.relpath(path, posixpath.dirname(base))))
+        parent = posixpath.dirname(root.rstrip("/"))
+        # `find` gives a file itself as well as every file under a folder.
+        for path in sorted(fs.find(root)):
+            found.append((fs.unstrip_protocol(path), posixpath.relpath(path, parent)))
     return found
 
 

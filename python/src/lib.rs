@@ -47,6 +47,7 @@ fn salvage(py: Python<'_>, args: Vec<String>) -> PyResult<(u8, String)> {
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    calls::silence();
     m.add("Error", m.py().get_type::<Error>())?;
     m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(export, m)?)?;

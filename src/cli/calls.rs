@@ -1,6 +1,6 @@
 //! The commands as functions, for bindings in other languages (the Python package in `python/`):
-//! the command line's arguments, the same work and results, in the calling process, with no
-//! progress bars or notes on its terminal.
+//! the command line's arguments, the same work and results, in the calling process. A binding
+//! calls [`silence`] once, so that no progress bar or note reaches its process's terminal.
 
 use super::{Error, LogFormat, check, export, salvage, terminal};
 use std::path::Path;
@@ -17,10 +17,15 @@ fn parse<A: clap::Args + clap::FromArgMatches>(
     A::from_arg_matches(&matches).map_err(|e| Error::Usage(e.to_string()))
 }
 
+/// Print nothing on the terminal from now on (no progress bars, notes or tables): what the calls
+/// return is what a binding gets.
+pub fn silence() {
+    terminal::set_quiet(true);
+}
+
 /// The report `check --json --format FORMAT PATH` prints (`format`: `auto`, `blackbox` or
 /// `dataflash`).
 pub fn check(path: &Path, format: &str) -> Result<String, Error> {
-    terminal::set_quiet(true);
     let format = <LogFormat as clap::ValueEnum>::from_str(format, true)
         .map_err(|_| Error::Usage(format!("--format {format}: auto, blackbox or dataflash")))?;
     check::json_report(path, format)
@@ -28,13 +33,11 @@ pub fn check(path: &Path, format: &str) -> Result<String, Error> {
 
 /// `bbcheck export ARGV…`: writes its files, returns the exit code.
 pub fn export(argv: &[String]) -> Result<u8, Error> {
-    terminal::set_quiet(true);
     export::run(&parse::<export::Args>("export", argv)?)
 }
 
 /// `bbcheck salvage ARGV…`: writes the salvaged log, returns the exit code and what the command
 /// prints (with `--json`, the summary).
 pub fn salvage(argv: &[String]) -> Result<(u8, String), Error> {
-    terminal::set_quiet(true);
     salvage::salvage(&parse::<salvage::Args>("salvage", argv)?)
 }
