@@ -18,10 +18,12 @@ pub const SUSPECT_FRAMES: &str = "Suspect frames";
 const RANGES_PER_LINE: usize = 24;
 
 /// Loop iterations (first and last, inclusive) of runs of main frames listed as suspect, in the
-/// order written.
+/// order written; none of them spans the iteration of a frame written trusted.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SuspectFrames {
     ranges: Vec<(u32, u32)>,
+    /// The highest iteration noted: a run extends only past every frame written before.
+    highest: Option<u32>,
 }
 
 impl SuspectFrames {
@@ -40,7 +42,18 @@ impl SuspectFrames {
             })
             .collect();
         ranges.sort_unstable();
-        SuspectFrames { ranges }
+        // Overlapping ranges become one, so that each iteration is looked up in one range.
+        let mut merged: Vec<(u32, u32)> = Vec::with_capacity(ranges.len());
+        for (first, last) in ranges {
+            match merged.last_mut() {
+                Some(run) if first <= run.1 => run.1 = run.1.max(last),
+                _ => merged.push((first, last)),
+            }
+        }
+        SuspectFrames {
+            ranges: merged,
+            highest: None,
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -56,15 +69,39 @@ impl SuspectFrames {
     }
 
     /// Note the next main frame written, of loop iteration `iteration`: a suspect one extends the
-    /// run of the suspect frame written right before it, or starts a run (unless the last run
-    /// holds its iteration already: a listing names iterations, and a frame written twice, as
-    /// around a logging pause, is listed once).
+    /// run of the suspect frame written right before it when it goes past every iteration written
+    /// so far, or starts a run (unless a run holds its iteration already: a listing names
+    /// iterations, and a frame written twice, as around a logging pause, is listed once). A
+    /// trusted one whose iteration a run spans (iterations went back after damage) is taken out
+    /// of it, unless a suspect frame of that iteration was written: then it is listed with it.
     pub fn note(&mut self, iteration: u32, suspect: bool, previous_suspect: bool) {
-        match self.ranges.last_mut() {
-            Some(run) if suspect && (run.0..=run.1).contains(&iteration) => {}
-            Some(run) if suspect && previous_suspect && iteration > run.1 => run.1 = iteration,
-            _ if suspect => self.ranges.push((iteration, iteration)),
-            _ => {}
+        let onwards = self.highest.is_none_or(|highest| iteration > highest);
+        let highest = self.highest;
+        self.highest = Some(highest.map_or(iteration, |h| h.max(iteration)));
+        let holds = |&(first, last): &(u32, u32)| (first..=last).contains(&iteration);
+        if suspect {
+            let listed = match onwards {
+                true => self.ranges.last().is_some_and(holds),
+                false => self.ranges.iter().any(holds),
+            };
+            match self.ranges.last_mut() {
+                _ if listed => {}
+                Some(run) if onwards && previous_suspect && Some(run.1) == highest => {
+                    run.1 = iteration
+                }
+                _ => self.ranges.push((iteration, iteration)),
+            }
+        } else if !onwards {
+            let Some(at) = self
+                .ranges
+                .iter()
+                .position(|&(first, last)| first < iteration && iteration < last)
+            else {
+                return;
+            };
+            let (first, last) = self.ranges[at];
+            self.ranges[at] = (first, iteration - 1);
+            self.ranges.insert(at + 1, (iteration + 1, last));
         }
     }
 
@@ -131,6 +168,38 @@ mod tests {
         let read = SuspectFrames::from_header(&header);
         let holds: Vec<u32> = (0..50).filter(|&i| read.contains(i)).collect();
         assert_eq!(holds, [11, 12, 13, 14, 16, 40]);
+    }
+
+    #[test]
+    fn a_run_never_spans_a_trusted_frame_when_iterations_go_back() {
+        // After damage the iterations went back: frames of iterations the first run spans
+        // are written later.
+        let mut listed = SuspectFrames::default();
+        let frames = [
+            (272, true),
+            (1872, true),
+            (392, false),
+            (384, true),
+            (1900, true),
+            (2000, false),
+            (1950, true),
+            (1960, true),
+            (1000, true),
+        ];
+        let mut previous = false;
+        for (iteration, suspect) in frames {
+            listed.note(iteration, suspect, previous);
+            previous = suspect;
+        }
+        let lines = listed.header_lines();
+        let bytes =
+            format!("H Product:Blackbox flight data recorder by Nicholas Sherlock\n{lines}");
+        let read = SuspectFrames::from_header(&Header::parse(bytes.as_bytes(), 0, bytes.len()));
+        for (iteration, suspect) in frames {
+            assert_eq!(read.contains(iteration), suspect, "{iteration}: {lines}");
+        }
+        // Short of the highest iteration written, a suspect frame starts a run of its own.
+        assert_eq!(lines, "H Suspect frames:272-391,393-1900,1950,1960\n");
     }
 
     #[test]
