@@ -1,8 +1,9 @@
 //! Parquet tables for `export --parquet`: typed Arrow columns filled a row at a time on the
 //! caller's thread, and encoded (numbers by their deltas, zstd) and written on an [`Encoder`]'s
 //! thread in batches, in row groups of at most [`ROW_GROUP_ROWS`] rows and the table's share of
-//! [`ENCODER_MEMORY`]: a table of any length, or a hundred of them at once, is written in bounded
-//! memory and read back a row group at a time.
+//! [`ENCODER_MEMORY`], ended when the table waits [`IDLE_JOBS`] batches for its next: a table of
+//! any length, or a hundred of them at once, is written in bounded memory and read back a row
+//! group at a time.
 
 use arrow_array::builder::{ArrayBuilder, Int16Builder, ListBuilder, StringBuilder};
 use arrow_array::types::Int8Type;
@@ -41,6 +42,10 @@ pub const ENCODER_MEMORY: usize = 32 << 20;
 pub const LABEL_WORDS: usize = 127;
 /// The zstd level: on columns stored by their deltas, 3 gains nothing over 1 and costs time.
 const ZSTD_LEVEL: i32 = 1;
+/// Jobs after which a table not written to since ends its row group. An open row group holds a
+/// writer for each column, with zstd contexts of about half a MiB; a DataFlash log's rarer
+/// messages fill a batch only now and then, and would hold theirs for the whole export.
+pub const IDLE_JOBS: u64 = 32;
 
 /// The type of one column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -282,6 +287,63 @@ pub struct Encoder {
     thread: Option<JoinHandle<()>>,
     /// Tables opened and not yet closed.
     open: Arc<AtomicUsize>,
+    row_groups: Arc<Mutex<RowGroups>>,
+}
+
+/// A table's row group, as the encoding thread ends it.
+trait RowGroup: Send + Sync {
+    /// End the row group being written, if there is one.
+    fn end(&self);
+}
+
+impl<W: Write + Send> RowGroup for Mutex<Writing<W>> {
+    fn end(&self) {
+        let mut writing = self.lock().unwrap_or_else(|e| e.into_inner());
+        if let Writing::Open(writer) = &mut *writing
+            && writer.in_progress_rows() > 0
+            && let Err(e) = writer.flush()
+        {
+            *writing = Writing::Failed(parquet_error(e));
+        }
+    }
+}
+
+/// The tables whose row groups are open, with the job that last wrote to each (jobs counted on
+/// the encoding thread, which alone uses this).
+#[derive(Default)]
+struct RowGroups {
+    jobs: u64,
+    open: Vec<(Arc<dyn RowGroup>, u64)>,
+}
+
+impl RowGroups {
+    /// A job wrote to `table`, whose row group is now `open` or not: end those of the tables
+    /// idle for [`IDLE_JOBS`] jobs.
+    fn wrote(&mut self, table: &Arc<dyn RowGroup>, open: bool) {
+        self.jobs += 1;
+        self.forget(table);
+        if open {
+            self.open.push((table.clone(), self.jobs));
+        }
+        let jobs = self.jobs;
+        self.open.retain(|(table, last)| {
+            let idle = last + IDLE_JOBS <= jobs;
+            if idle {
+                table.end();
+            }
+            !idle
+        });
+    }
+
+    /// `table` has no row group open any more.
+    fn forget(&mut self, table: &Arc<dyn RowGroup>) {
+        let same = |t: &Arc<dyn RowGroup>| std::ptr::addr_eq(Arc::as_ptr(t), Arc::as_ptr(table));
+        self.open.retain(|(t, _)| !same(t));
+    }
+}
+
+fn lock_row_groups(row_groups: &Mutex<RowGroups>) -> MutexGuard<'_, RowGroups> {
+    row_groups.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Encoder {
@@ -299,6 +361,7 @@ impl Encoder {
             jobs: Some(jobs),
             thread: Some(thread),
             open: Arc::new(AtomicUsize::new(0)),
+            row_groups: Arc::default(),
         })
     }
 }
@@ -340,6 +403,7 @@ pub struct Table<W: Write + Send + 'static> {
     state: Shared<W>,
     /// The encoder's count of open tables, this one among them until it closes.
     open: Arc<AtomicUsize>,
+    row_groups: Arc<Mutex<RowGroups>>,
 }
 
 impl<W: Write + Send + 'static> Table<W> {
@@ -395,6 +459,7 @@ impl<W: Write + Send + 'static> Table<W> {
             jobs,
             state: Arc::new(Mutex::new(Writing::Open(Box::new(writer)))),
             open: encoder.open.clone(),
+            row_groups: encoder.row_groups.clone(),
         })
     }
 
@@ -547,8 +612,10 @@ impl<W: Write + Send + 'static> Table<W> {
         let columns: Vec<ArrayRef> = self.buffers.iter_mut().map(Buffer::finish).collect();
         let batch = RecordBatch::try_new(self.schema.clone(), columns).map_err(io::Error::other)?;
         let (state, open) = (self.state.clone(), self.open.clone());
+        let row_groups = self.row_groups.clone();
         let job: Job = Box::new(move || {
             let mut writing = lock(&state);
+            let mut row_group_open = false;
             if let Writing::Open(writer) = &mut *writing {
                 let share = ENCODER_MEMORY / open.load(Ordering::Relaxed).max(1);
                 let written =
@@ -558,10 +625,14 @@ impl<W: Write + Send + 'static> Table<W> {
                             true => writer.flush(),
                             false => Ok(()),
                         });
+                row_group_open = writer.in_progress_rows() > 0;
                 if let Err(e) = written {
                     *writing = Writing::Failed(parquet_error(e));
                 }
             }
+            drop(writing);
+            let table: Arc<dyn RowGroup> = state;
+            lock_row_groups(&row_groups).wrote(&table, row_group_open);
         });
         self.jobs.send(job).map_err(|_| stopped())
     }
@@ -590,8 +661,10 @@ impl<W: Write + Send + 'static> Table<W> {
         self.encode()?;
         self.open.fetch_sub(1, Ordering::Relaxed);
         let (reply, result) = std::sync::mpsc::channel();
-        let state = self.state.clone();
+        let (state, row_groups) = (self.state.clone(), self.row_groups.clone());
         let job: Job = Box::new(move || {
+            let table: Arc<dyn RowGroup> = state.clone();
+            lock_row_groups(&row_groups).forget(&table);
             let written = match std::mem::replace(&mut *lock(&state), Writing::Done) {
                 Writing::Open(writer) => writer.into_inner().map_err(parquet_error),
                 Writing::Failed(e) => Err(e),
@@ -681,6 +754,38 @@ mod tests {
         assert_eq!(big.value(0), u64::MAX);
         let list = first.column(5).as_list::<i32>().value(3);
         assert_eq!(list.as_primitive::<Int16Type>().values(), &[-1, 3]);
+    }
+
+    #[test]
+    fn a_table_left_idle_ends_its_row_group_and_reads_back_whole() {
+        // A message written now and then beside a busy one: its column writers (and their zstd
+        // contexts) go while it waits, its rows stay.
+        let columns = [Column::new("v", ColumnType::I64)];
+        let encoder = Encoder::new().unwrap();
+        let mut busy = Table::new(Vec::new(), &columns, vec![], &encoder).unwrap();
+        let mut rare = Table::new(Vec::new(), &columns, vec![], &encoder).unwrap();
+        let batch = busy.batch_rows;
+        let fill = |table: &mut Table<Vec<u8>>, rows: usize| {
+            for row in 0..rows {
+                table.push_int(row as i64);
+                table.end_row().unwrap();
+            }
+        };
+        for _ in 0..3 {
+            fill(&mut rare, batch);
+            fill(&mut busy, batch * (IDLE_JOBS as usize + 1));
+        }
+        let row_groups = |bytes: Vec<u8>| {
+            let reader =
+                ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(bytes)).unwrap();
+            let groups = reader.metadata().num_row_groups();
+            let rows: usize = reader.build().unwrap().map(|b| b.unwrap().num_rows()).sum();
+            (groups, rows)
+        };
+        let (busy, rare) = (busy.finish().unwrap(), rare.finish().unwrap());
+        assert_eq!(row_groups(rare), (3, 3 * batch));
+        let rows = 3 * batch * (IDLE_JOBS as usize + 1);
+        assert_eq!(row_groups(busy), (rows.div_ceil(ROW_GROUP_ROWS), rows));
     }
 
     #[test]
