@@ -145,9 +145,19 @@ impl Group {
 mod tests {
     use super::*;
 
+    /// The listing of main frames written in the order of `frames`: (iteration, suspect).
+    fn listing(frames: &[(u32, bool)]) -> SuspectFrames {
+        let mut listed = SuspectFrames::default();
+        let mut previous = false;
+        for &(iteration, suspect) in frames {
+            listed.note(iteration, suspect, previous);
+            previous = suspect;
+        }
+        listed
+    }
+
     #[test]
     fn runs_of_suspect_frames_are_listed_and_read_back() {
-        let mut listed = SuspectFrames::default();
         let frames = [
             (10, false),
             (11, true),
@@ -156,12 +166,10 @@ mod tests {
             (15, false),
             (16, true),
         ];
-        let mut previous = false;
-        for (iteration, suspect) in frames {
-            listed.note(iteration, suspect, previous);
-            previous = suspect;
-        }
-        assert_eq!(listed.header_lines(), "H Suspect frames:11-14,16\n");
+        assert_eq!(
+            listing(&frames).header_lines(),
+            "H Suspect frames:11-14,16\n"
+        );
         let bytes: &[u8] = b"H Product:Blackbox flight data recorder by Nicholas Sherlock\n\
               H Suspect frames:11-14,16\nH Suspect frames:x,30-20,40\n";
         let header = Header::parse(bytes, 0, bytes.len());
@@ -174,7 +182,6 @@ mod tests {
     fn a_run_never_spans_a_trusted_frame_when_iterations_go_back() {
         // After damage the iterations went back: frames of iterations the first run spans
         // are written later.
-        let mut listed = SuspectFrames::default();
         let frames = [
             (272, true),
             (1872, true),
@@ -186,12 +193,7 @@ mod tests {
             (1960, true),
             (1000, true),
         ];
-        let mut previous = false;
-        for (iteration, suspect) in frames {
-            listed.note(iteration, suspect, previous);
-            previous = suspect;
-        }
-        let lines = listed.header_lines();
+        let lines = listing(&frames).header_lines();
         let bytes =
             format!("H Product:Blackbox flight data recorder by Nicholas Sherlock\n{lines}");
         let read = SuspectFrames::from_header(&Header::parse(bytes.as_bytes(), 0, bytes.len()));
