@@ -298,7 +298,7 @@ trait RowGroup: Send + Sync {
 
 impl<W: Write + Send> RowGroup for Mutex<Writing<W>> {
     fn end(&self) {
-        let mut writing = self.lock().unwrap_or_else(|e| e.into_inner());
+        let mut writing = lock(self);
         if let Writing::Open(writer) = &mut *writing
             && writer.in_progress_rows() > 0
             && let Err(e) = writer.flush()
@@ -342,10 +342,6 @@ impl RowGroups {
     }
 }
 
-fn lock_row_groups(row_groups: &Mutex<RowGroups>) -> MutexGuard<'_, RowGroups> {
-    row_groups.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 impl Encoder {
     /// Start the thread.
     pub fn new() -> io::Result<Encoder> {
@@ -384,8 +380,10 @@ enum Writing<W: Write + Send> {
 
 type Shared<W> = Arc<Mutex<Writing<W>>>;
 
-fn lock<W: Write + Send>(state: &Shared<W>) -> MutexGuard<'_, Writing<W>> {
-    state.lock().unwrap_or_else(|e| e.into_inner())
+/// The value behind `mutex`, also when a thread panicked holding it (a table's writer then
+/// reports the failure itself).
+fn lock<T: ?Sized>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A Parquet table being written to `W`, a row at a time: each `push_*` call fills the next
@@ -632,7 +630,7 @@ impl<W: Write + Send + 'static> Table<W> {
             }
             drop(writing);
             let table: Arc<dyn RowGroup> = state;
-            lock_row_groups(&row_groups).wrote(&table, row_group_open);
+            lock(&row_groups).wrote(&table, row_group_open);
         });
         self.jobs.send(job).map_err(|_| stopped())
     }
@@ -664,7 +662,7 @@ impl<W: Write + Send + 'static> Table<W> {
         let (state, row_groups) = (self.state.clone(), self.row_groups.clone());
         let job: Job = Box::new(move || {
             let table: Arc<dyn RowGroup> = state.clone();
-            lock_row_groups(&row_groups).forget(&table);
+            lock(&row_groups).forget(&table);
             let written = match std::mem::replace(&mut *lock(&state), Writing::Done) {
                 Writing::Open(writer) => writer.into_inner().map_err(parquet_error),
                 Writing::Failed(e) => Err(e),

@@ -412,14 +412,15 @@ fn measure() -> Option<Vec<(Model, Tally)>> {
                 let (reference, _) = decode(&d.data, Validation::Reference);
                 let ours = score(truth, &intact, plain, &got);
                 if let Some(which) = &print_material_frames {
+                    let all = which == "all";
                     let case = format!(
                         "{} {} seed {seed}, {} frames",
                         model.name(),
                         data.len(),
                         clean.frames.len()
                     );
-                    print_material(truth, &got, &case, which == "all");
-                    if which == "all" {
+                    print_material(truth, &got, &case, all);
+                    if all {
                         for c in &d.changes {
                             println!("{case}: change {c:?}");
                         }

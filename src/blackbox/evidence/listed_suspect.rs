@@ -72,8 +72,8 @@ impl SuspectFrames {
     /// run of the suspect frame written right before it when it goes past every iteration written
     /// so far, or starts a run (unless a run holds its iteration already: a listing names
     /// iterations, and a frame written twice, as around a logging pause, is listed once). A
-    /// trusted one whose iteration a run spans (iterations went back after damage) is taken out
-    /// of it, unless a suspect frame of that iteration was written: then it is listed with it.
+    /// trusted one whose iteration lies inside a run (iterations went back after damage) is taken
+    /// out of it; one of a run's first or last iteration, a suspect frame's, stays listed.
     pub fn note(&mut self, iteration: u32, suspect: bool, previous_suspect: bool) {
         let onwards = self.highest.is_none_or(|highest| iteration > highest);
         let highest = self.highest;
