@@ -172,6 +172,9 @@ pub struct Scan {
     pub undefined: Vec<(u64, u64)>,
     /// Per type stepped over: the first such message's offset, its inferred length, and how many.
     pub undefined_types: Vec<UndefinedType>,
+    /// Messages of a text-mode copy whose line feeds were read by their columns' last values
+    /// (see [`super::evidence::line_feed`]), trusted as they read.
+    pub line_feeds_read: u64,
 }
 
 /// A type whose messages no FMT defines, stepped over by its inferred length.
@@ -362,6 +365,7 @@ struct Scanner<'a> {
     inferred: OnceCell<Lengths>,
     undefined: Vec<(u64, u64)>,
     undefined_types: Vec<UndefinedType>,
+    line_feeds_read: u64,
 }
 
 /// The longest message there can be: the length is one byte.
@@ -726,6 +730,8 @@ impl Scanner<'_> {
             };
             let bytes = &data[pos..pos + message_len];
             let body = &bytes[HEADER_LEN..];
+            // A text-mode copy's message as its line feeds read (a message is at most 255 bytes).
+            let mut restored = [0u8; 256];
             // A format-defining message is read only if its definition is accepted.
             let defined = if format.role == Role::Fmt {
                 match read_definition(&mut self.problems, pos, format, body) {
@@ -771,7 +777,14 @@ impl Scanner<'_> {
                 if self.newline_converted {
                     match line_feed::judge(format, bytes) {
                         LineFeeds::None => {}
-                        LineFeeds::Suspect(evidence) => line_feed = Some(evidence),
+                        LineFeeds::Suspect(evidence) => {
+                            if self.judge.read_line_feeds(&message, &mut restored) {
+                                message.bytes = &restored[..message_len];
+                                self.line_feeds_read += 1;
+                            } else {
+                                line_feed = Some(evidence);
+                            }
+                        }
                         LineFeeds::Refused => {
                             self.reject(DamageReason::NewlineConverted);
                             pos += message_len;
@@ -845,6 +858,9 @@ impl Scanner<'_> {
                 Rules::Thorough => self.judge.judge(&message),
                 Rules::Reference => None,
             };
+            if self.newline_converted && line_feed.is_none() {
+                self.judge.learn_numbers(&message);
+            }
             if let Some(evidence) = line_feed.or(value_evidence) {
                 message.trust = Trust::Suspect;
                 note_suspect(&mut self.suspects, &message, time, evidence);
@@ -916,6 +932,7 @@ impl Scanner<'_> {
             suspects: self.suspects,
             undefined: self.undefined,
             undefined_types: self.undefined_types,
+            line_feeds_read: self.line_feeds_read,
         }
     }
 }
@@ -1001,6 +1018,7 @@ pub fn scan_with<S: Sink>(data: &[u8], rules: Rules, formats: Formats, sink: &mu
         inferred: OnceCell::new(),
         undefined: Vec::new(),
         undefined_types: Vec::new(),
+        line_feeds_read: 0,
     }
     .run(sink)
 }

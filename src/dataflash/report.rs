@@ -146,6 +146,9 @@ pub struct DataflashSummary {
     /// Messages the logger itself dropped before writing, by the highest `Dp` of its DSF
     /// messages: flight data lost although no byte of the file is damaged.
     pub logger_dropped: Option<u64>,
+    /// Messages of a text-mode copy whose line feeds their columns' last values decided (each
+    /// may have been a carriage return): trusted as they read.
+    pub line_feeds_read: u64,
 }
 
 /// A `check` report of a DataFlash log: the shared report with the DataFlash summary.
@@ -405,6 +408,7 @@ pub fn build(path: &str, data: &[u8], scan: Scan, observer: Observer) -> Datafla
         truncated_last_message: scan.truncated,
         undefined_types: scan.undefined_types,
         logger_dropped: observer.logger_dropped,
+        line_feeds_read: scan.line_feeds_read,
     };
     DataflashReport {
         file,
@@ -487,6 +491,13 @@ pub fn write_summary(out: &mut impl Write, report: &DataflashReport) -> io::Resu
         writeln!(
             out,
             "  the logger dropped {dropped} messages before writing them (DSF Dp)"
+        )?;
+    }
+    if df.line_feeds_read > 0 {
+        writeln!(
+            out,
+            "  {} messages holding line feeds read by their columns' last values",
+            df.line_feeds_read
         )?;
     }
     if df.spans_merged > 0 {

@@ -9,8 +9,12 @@
 //! - wrong: trusted messages that are not (changed bytes, or read out of step);
 //! - suspect: messages kept but marked suspect (a value rule doubts them), and how many of them
 //!   are wrong;
-//! - localisation: damage points inside a reported corrupt span or within 256 bytes of one;
+//! - localisation: damage points inside a reported corrupt span or within 256 bytes of one, or
+//!   undone (inside a message read back into its clean bytes: a text-mode copy's line feed read
+//!   as the carriage return it was);
 //! - the reference columns read the same files by pymavlink's rules.
+//!
+//! `BBCHECK_QUALITY_MODELS=newline,drop-runs` measures those models only.
 //!
 //! Salvage of every damaged copy re-checks clean, holds exactly the accepted messages, and
 //! salvaging it again changes nothing.
@@ -31,16 +35,29 @@ fn seeds(model: Model) -> u64 {
     if model.uses_seed() { SEEDS } else { 1 }
 }
 
-/// Accepted messages: offset, length, the offset of the FMT that defined their type, and whether
-/// they are trusted.
+/// Accepted messages: offset, length, the offset of the FMT that defined their type, whether
+/// they are trusted, and a digest of their bytes as read (a text-mode copy's line feeds may read
+/// as carriage returns).
 #[derive(Default)]
-struct Messages(Vec<(u64, u64, Option<u64>, Trust)>);
+struct Messages(Vec<(u64, u64, Option<u64>, Trust, u64)>);
 
 impl Sink for Messages {
     fn message(&mut self, m: &Message<'_>) {
-        self.0
-            .push((m.offset, m.bytes.len() as u64, m.format.defined_at, m.trust));
+        self.0.push((
+            m.offset,
+            m.bytes.len() as u64,
+            m.format.defined_at,
+            m.trust,
+            digest(m.bytes),
+        ));
     }
+}
+
+/// FNV-1a of `bytes`.
+fn digest(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 fn read(data: &[u8], rules: Rules) -> (Messages, dataflash::DataflashReport) {
@@ -91,25 +108,31 @@ fn score(
     intact: &HashMap<u64, bool>,
 ) -> Score {
     let mut s = Score::default();
-    for &(offset, len, _, trust) in &got.0 {
+    for &(offset, len, _, trust, read) in &got.0 {
         let suspect = trust == Trust::Suspect;
         s.suspect += u64::from(suspect);
         match input_offset(changes, offset, len) {
-            Some(at) if clean.get(&at) == Some(&len) => {
+            Some(at)
+                if clean.get(&at) == Some(&len)
+                    && digest(&damaged[offset as usize..(offset + len) as usize]) == read =>
+            {
                 s.recovered += u64::from(intact.get(&at) == Some(&true) && !suspect);
             }
             _ => {
                 let first = input_offset(changes, offset, 1);
                 let last = input_offset(changes, offset + len - 1, 1)
                     .and_then(|end| (end + 1).checked_sub(len));
-                let bytes = &damaged[offset as usize..(offset + len) as usize];
                 let right = [first, last].into_iter().flatten().any(|at| {
                     clean.get(&at) == Some(&len)
-                        && &input[at as usize..(at + len) as usize] == bytes
+                        && digest(&input[at as usize..(at + len) as usize]) == read
                 });
                 match suspect {
                     true => s.suspect_wrong += u64::from(!right),
                     false => s.wrong += u64::from(!right),
+                }
+                let as_damaged = digest(&damaged[offset as usize..(offset + len) as usize]);
+                if right && as_damaged != read {
+                    s.restored.push((offset, offset + len));
                 }
             }
         }
@@ -124,6 +147,8 @@ struct Score {
     wrong: u64,
     suspect: u64,
     suspect_wrong: u64,
+    /// Messages read otherwise than their damaged bytes, into the clean message's bytes.
+    restored: Vec<(u64, u64)>,
 }
 
 #[test]
@@ -161,7 +186,12 @@ fn dataflash_recovery_quality_per_damage_model() {
         "local%"
     );
     let mut failures = Vec::new();
-    for model in Model::ALL {
+    let only = std::env::var("BBCHECK_QUALITY_MODELS").ok();
+    let wanted = |m: Model| {
+        only.as_deref()
+            .is_none_or(|o| o.split(',').any(|n| n == m.name()))
+    };
+    for model in Model::ALL.into_iter().filter(|&m| wanted(m)) {
         let mut t = Tally::default();
         for (data, clean) in &logs {
             let lengths: HashMap<u64, u64> = clean.0.iter().map(|&(o, l, ..)| (o, l)).collect();
@@ -170,7 +200,7 @@ fn dataflash_recovery_quality_per_damage_model() {
                 let intact: HashMap<u64, bool> = clean
                     .0
                     .iter()
-                    .map(|&(o, l, fmt, _)| {
+                    .map(|&(o, l, fmt, ..)| {
                         let fmt_ok = fmt.is_none_or(|f| {
                             lengths
                                 .get(&f)
@@ -214,7 +244,12 @@ fn dataflash_recovery_quality_per_damage_model() {
                         .any(|r| {
                             r.kind == bbcheck::report::RegionKind::CutShort && r.end == c.offset
                         });
-                    t.localised += u64::from(near || cut_short);
+                    // A message read back into its clean bytes undid the change.
+                    let restored = ours
+                        .restored
+                        .iter()
+                        .any(|&(a, b)| (a..b).contains(&c.offset));
+                    t.localised += u64::from(near || cut_short || restored);
                 }
                 check_salvage(&d.data, &got, model, seed, &mut failures);
             }
@@ -287,18 +322,16 @@ fn check_salvage(data: &[u8], got: &Messages, model: Model, seed: u64, failures:
             report.file.corrupt_spans.first()
         ));
     }
-    let bytes_of = |file: &[u8], m: &Messages| -> Vec<(Vec<u8>, Trust)> {
-        m.0.iter()
-            .map(|&(o, l, _, trust)| (file[o as usize..(o + l) as usize].to_vec(), trust))
-            .collect()
+    let read_as = |m: &Messages| -> Vec<(u64, Trust)> {
+        m.0.iter().map(|&(.., trust, read)| (read, trust)).collect()
     };
-    // Without a donor nothing is added: the output is the accepted messages, in order, judged
-    // alike (then, maybe, the FMT and message saying how its line feeds stand).
-    let mut written = bytes_of(&salvaged.bytes, &kept);
+    // Without a donor nothing is added: the output is the accepted messages as read, in order,
+    // judged alike (then, maybe, the FMT and message saying how its line feeds stand).
+    let mut written = read_as(&kept);
     if salvaged.summary.line_feeds_marked {
         written.truncate(written.len().saturating_sub(2));
     }
-    if written != bytes_of(data, got) {
+    if written != read_as(got) {
         failures.push(format!(
             "{case}: salvaged messages (or their trust) differ from the accepted ones"
         ));

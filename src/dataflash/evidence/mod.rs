@@ -21,7 +21,7 @@ pub mod line_feed;
 pub mod not_a_number;
 pub mod value_range;
 
-use super::fmt::{FieldType, Format, Role};
+use super::fmt::{FieldType, Format, HEADER_LEN, Role};
 use super::message::{Message, f16_to_f32, field};
 use crate::report::Evidence;
 
@@ -71,7 +71,10 @@ impl Column {
 #[derive(Debug, Clone)]
 struct Instance {
     id: u8,
+    /// One a float column of the layout.
     columns: Vec<Column>,
+    /// One a number column of the layout, learned in text-mode copies only.
+    recent: Vec<line_feed::Recent>,
 }
 
 /// Where a type's judged values lie in its body.
@@ -81,6 +84,8 @@ struct Layout {
     floats: Vec<(usize, usize, FieldType)>,
     /// Byte offset and type of the instance column (FMTU's `#`).
     instance: Option<(usize, FieldType)>,
+    /// Byte offset and type of each number column but the time and the instance.
+    numbers: Vec<(usize, FieldType)>,
     /// Whether the layout was read with the type's FMTU units known.
     with_units: bool,
 }
@@ -97,6 +102,7 @@ impl Layout {
             return layout;
         }
         let mut units = format.unit_ids.as_deref().unwrap_or("").chars();
+        let timed = format.time_us || format.time_ms;
         let mut offset = 0;
         for (i, &field) in format.fields.iter().enumerate() {
             let unit = units.next();
@@ -104,6 +110,11 @@ impl Layout {
                 layout.floats.push((i, offset, field));
             } else if unit == Some('#') && layout.instance.is_none() {
                 layout.instance = Some((offset, field));
+                offset += field.size();
+                continue;
+            }
+            if !(i == 0 && timed) && field != FieldType::Int16Array {
+                layout.numbers.push((offset, field));
             }
             offset += field.size();
         }
@@ -116,6 +127,46 @@ impl Layout {
 struct Learned {
     layout: Option<Layout>,
     instances: Vec<Instance>,
+}
+
+impl Learned {
+    /// The layout of the type's messages, `format`: read anew when FMTU named the instance
+    /// column after the first messages.
+    fn layout(&mut self, format: &Format) -> &Layout {
+        let stale = self
+            .layout
+            .as_ref()
+            .is_none_or(|l| l.with_units != format.unit_ids.is_some());
+        if stale {
+            self.layout = Some(Layout::of(format));
+        }
+        self.layout.get_or_insert_with(Layout::default)
+    }
+
+    /// The layout (once [`Learned::layout`] read it), the instance `body` names and what was
+    /// learned of that instance; none for an instance past [`MAX_INSTANCES`].
+    fn instance(&mut self, body: &[u8]) -> Option<(&Layout, Option<u8>, &mut Instance)> {
+        let layout = self.layout.as_ref()?;
+        let value_at = |offset: usize, ty: FieldType| Some(field(ty, body.get(offset..)?).ok()?.1);
+        let instance = match layout.instance {
+            Some((offset, ty)) => Some(u8::try_from(value_at(offset, ty)?.as_integer()?).ok()?),
+            None => None,
+        };
+        let id = instance.unwrap_or(0);
+        let at = match self.instances.iter().position(|i| i.id == id) {
+            Some(at) => at,
+            None if self.instances.len() < MAX_INSTANCES => {
+                self.instances.push(Instance {
+                    id,
+                    columns: Vec::new(),
+                    recent: Vec::new(),
+                });
+                self.instances.len() - 1
+            }
+            None => return None,
+        };
+        Some((layout, instance, &mut self.instances[at]))
+    }
 }
 
 /// Judges the float columns of each message against what the log's earlier messages of its type
@@ -149,37 +200,13 @@ impl Judge {
     pub fn judge(&mut self, message: &Message<'_>) -> Option<Evidence> {
         let format = message.format;
         let learned = &mut self.types[usize::from(format.type_id)];
-        // FMTU may name the instance column after the first messages.
-        if learned
-            .layout
-            .as_ref()
-            .is_none_or(|l| l.with_units != format.unit_ids.is_some())
-        {
-            learned.layout = Some(Layout::of(format));
-        }
-        let layout = learned.layout.as_ref()?;
-        if layout.floats.is_empty() {
+        if learned.layout(format).floats.is_empty() {
             return None;
         }
         let body = message.body();
-        let value_at = |offset: usize, ty: FieldType| Some(field(ty, body.get(offset..)?).ok()?.1);
-        let instance = match layout.instance {
-            Some((offset, ty)) => Some(u8::try_from(value_at(offset, ty)?.as_integer()?).ok()?),
-            None => None,
-        };
-        let id = instance.unwrap_or(0);
-        let at = match learned.instances.iter().position(|i| i.id == id) {
-            Some(at) => at,
-            None if learned.instances.len() < MAX_INSTANCES => {
-                learned.instances.push(Instance {
-                    id,
-                    columns: vec![Column::default(); layout.floats.len()],
-                });
-                learned.instances.len() - 1
-            }
-            None => return None,
-        };
-        let columns = &mut learned.instances[at].columns;
+        let (layout, instance, learned) = learned.instance(body)?;
+        let columns = &mut learned.columns;
+        columns.resize(layout.floats.len(), Column::default());
         let mut evidence = None;
         for (column, &(i, offset, ty)) in columns.iter_mut().zip(&layout.floats) {
             let Some(x) = float_at(body, offset, ty) else {
@@ -201,6 +228,102 @@ impl Judge {
         }
         evidence
     }
+
+    /// Learn the number columns of `message`, whose values are not in doubt, to read the line
+    /// feeds of a text-mode copy by (see [`line_feed`]).
+    pub fn learn_numbers(&mut self, message: &Message<'_>) {
+        let format = message.format;
+        let learned = &mut self.types[usize::from(format.type_id)];
+        if learned.layout(format).numbers.is_empty() {
+            return;
+        }
+        let body = message.body();
+        let Some((layout, _, learned)) = learned.instance(body) else {
+            return;
+        };
+        learned
+            .recent
+            .resize(layout.numbers.len(), Default::default());
+        for (recent, &(offset, ty)) in learned.recent.iter_mut().zip(&layout.numbers) {
+            if let Some(x) = number_at(body, offset, ty) {
+                recent.learn(x);
+            }
+        }
+    }
+
+    /// Read the line feeds of `message` (in a text-mode copy, every one in a value) by its
+    /// columns' last values (see [`line_feed`]): true, with the message as it reads into
+    /// `restored`, when a reading stands for each.
+    pub fn read_line_feeds(&mut self, message: &Message<'_>, restored: &mut [u8]) -> bool {
+        let format = message.format;
+        let bytes = message.bytes;
+        let Some(restored) = restored.get_mut(..bytes.len()) else {
+            return false;
+        };
+        restored.copy_from_slice(bytes);
+        let learned = &mut self.types[usize::from(format.type_id)];
+        if learned.layout(format).numbers.is_empty() {
+            return false;
+        }
+        let Some((layout, _, learned)) = learned.instance(message.body()) else {
+            return false;
+        };
+        let mut line_feeds = memchr::memchr_iter(b'\n', bytes).peekable();
+        while let Some(&at) = line_feeds.peek() {
+            let column = layout.numbers.iter().position(|&(offset, ty)| {
+                (HEADER_LEN + offset..HEADER_LEN + offset + ty.size()).contains(&at)
+            });
+            let Some(column) = column else {
+                return false;
+            };
+            let (offset, ty) = layout.numbers[column];
+            let (start, end) = (HEADER_LEN + offset, HEADER_LEN + offset + ty.size());
+            let mut held = [0usize; line_feed::MAX_LINE_FEEDS_READ];
+            let mut count = 0;
+            while let Some(&at) = line_feeds.peek().filter(|&&at| at < end) {
+                if count == held.len() {
+                    return false;
+                }
+                held[count] = at - start;
+                count += 1;
+                line_feeds.next();
+            }
+            let value = |choice: usize| {
+                let mut raw = [0u8; 8];
+                raw[..ty.size()].copy_from_slice(&bytes[start..end]);
+                for (bit, &at) in held[..count].iter().enumerate() {
+                    if choice >> bit & 1 == 1 {
+                        raw[at] = b'\r';
+                    }
+                }
+                number_at(&raw, 0, ty).unwrap_or(f64::NAN)
+            };
+            let mut readings = [0f64; 1 << line_feed::MAX_LINE_FEEDS_READ];
+            let readings = &mut readings[..1 << count];
+            for (choice, reading) in readings.iter_mut().enumerate() {
+                *reading = value(choice);
+            }
+            let recent = learned.recent.get(column).copied().unwrap_or_default();
+            let Some(choice) = recent.reading(readings, ty) else {
+                return false;
+            };
+            for (bit, &at) in held[..count].iter().enumerate() {
+                if choice >> bit & 1 == 1 {
+                    restored[start + at] = b'\r';
+                }
+            }
+        }
+        true
+    }
+}
+
+/// The number of type `ty` at `offset` in `body`, as a float.
+#[inline]
+fn number_at(body: &[u8], offset: usize, ty: FieldType) -> Option<f64> {
+    let (_, value) = field(ty, body.get(offset..)?).ok()?;
+    value
+        .as_float()
+        .or_else(|| value.as_integer().map(|v| v as f64))
 }
 
 /// The float of type `ty` at `offset` in `body`.
@@ -294,5 +417,76 @@ mod tests {
         assert!(judge_all(&vibe(None), &values).iter().all(Option::is_none));
         values.insert(0, (0, 1.0));
         assert!(judge_all(&vibe(None), &values).last().unwrap().is_some());
+    }
+
+    /// `ALT` (`QIf`: time, an altitude in cm, a float rate), its messages of `(cm, rate)`.
+    fn altitudes(values: &[(u32, f32)]) -> (Format, Vec<Vec<u8>>) {
+        let definition = Definition {
+            type_value: 0x51,
+            length: 3 + 8 + 4 + 4,
+            name: b"ALT",
+            format: b"QIf",
+            columns: b"TimeUS,Alt,Rate",
+        };
+        let (format, _) = Format::define(&definition, None).unwrap();
+        let messages = values
+            .iter()
+            .enumerate()
+            .map(|(i, &(alt, rate))| {
+                let mut body = (1000 * i as u64).to_le_bytes().to_vec();
+                body.extend(alt.to_le_bytes());
+                body.extend(rate.to_le_bytes());
+                message(0x51, &body)
+            })
+            .collect();
+        (format, messages)
+    }
+
+    /// Learn every message but the last of `values`, then read the last one's line feeds.
+    fn read_last(values: &[(u32, f32)]) -> Option<Vec<u8>> {
+        let (format, messages) = altitudes(values);
+        let mut judge = Judge::default();
+        let of = |bytes| Message {
+            offset: 0,
+            format: &format,
+            bytes,
+            trust: Trust::Trusted,
+        };
+        let (last, learned) = messages.split_last().unwrap();
+        for bytes in learned {
+            judge.learn_numbers(&of(bytes));
+        }
+        let mut restored = [0; 256];
+        judge
+            .read_line_feeds(&of(last), &mut restored)
+            .then(|| restored[..last.len()].to_vec())
+    }
+
+    #[test]
+    fn a_line_feed_reads_as_the_value_that_continues_its_column() {
+        // The altitude climbs by 1 cm a message to 0x0D_0105 (a carriage return, copied as a
+        // line feed, in its third byte): the line feed reading, 0x0A_0105, lies 196,608 cm off.
+        let climb = |to: u32| (to - 20..=to).map(|alt| (alt, 0.5)).collect::<Vec<_>>();
+        let mut values = climb(0x0D_0105);
+        let (_, clean) = altitudes(&values);
+        let last = values.len() - 1;
+        values[last].0 = 0x0A_0105;
+        let restored = read_last(&values).expect("the carriage return reading stands");
+        assert_eq!(restored, clean[last]);
+        // A true line feed stands as read.
+        let values = climb(0x0A_0105);
+        let (_, clean) = altitudes(&values);
+        assert_eq!(read_last(&values).as_deref(), Some(&clean[last][..]));
+    }
+
+    #[test]
+    fn a_line_feed_whose_readings_both_fit_stays_in_doubt() {
+        // In the lowest byte the readings are 3 cm apart: the column moves by 4 a message.
+        let values: Vec<(u32, f32)> = (0..11).map(|i| (0xE2 + 4 * i, 0.5)).collect();
+        assert_eq!(values[10].0, 0x010A);
+        assert_eq!(read_last(&values), None);
+        // Nor does a column learned from too few messages decide anything.
+        let few = vec![(0x0A_0105, 0.5); MIN_VALUES as usize - 1];
+        assert_eq!(read_last(&few[..]), None);
     }
 }
