@@ -959,9 +959,16 @@ pub const LINE_FEEDS_IN_DOUBT: &[u8] = b"bbcheck salvage: line feeds in doubt";
 pub fn copied_in_text_mode(data: &[u8]) -> bool {
     let mut counts = crate::textmode::NewlineCounts::default();
     counts.add(data);
-    let converted = counts.is_newline_converted()
-        || counts.may_be_newline_converted() && line_feed_lengths(data) >= LINE_FEED_LENGTHS;
+    let converted = shows_copy(&counts, line_feed_lengths(data));
     (converted && !says_line_feeds_stand(data)) || says_line_feeds_in_doubt(data)
+}
+
+/// Whether data with `counts` of line feeds and carriage returns, whose FMT messages declare
+/// `line_feed_lengths` line feeds for carriage returns ([`line_feed_lengths`]), shows a
+/// text-mode copy (see [`copied_in_text_mode`]).
+pub fn shows_copy(counts: &crate::textmode::NewlineCounts, line_feed_lengths: usize) -> bool {
+    counts.is_newline_converted()
+        || counts.may_be_newline_converted() && line_feed_lengths >= LINE_FEED_LENGTHS
 }
 
 /// FMT messages declaring a line feed for the length where their format needs a carriage

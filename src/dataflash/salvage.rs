@@ -8,13 +8,15 @@
 //! messages of the ids it uses and its FMTU, as the donor defined them, unless the output already
 //! declares them.
 
-use super::fmt::{Definition, FMT_TYPE, FieldType, Format, Formats, HEADER, Role};
+use super::fmt::{
+    Definition, FMT_TYPE, FieldType, Format, Formats, HEADER, Role, line_feed_lengths,
+};
 use super::message::{
     Message, definition_from_values, fmtu_from_values, mult_from_values, unit_from_values,
 };
 use super::reader::{
     LINE_FEEDS_CHECKED, LINE_FEEDS_IN_DOUBT, Noting, Rules, Sink, copied_in_text_mode,
-    says_line_feeds_in_doubt, says_line_feeds_stand, scan_with,
+    says_line_feeds_in_doubt, says_line_feeds_stand, scan_with, shows_copy,
 };
 use super::report::{DataflashReport, Observer, build};
 use crate::report::{Keep, Trust};
@@ -112,6 +114,8 @@ struct Writer<'a> {
     keep: Keep,
     /// Line feeds and carriage returns of the bytes passed on.
     newlines: NewlineCounts,
+    /// FMT messages passed on that declare a line feed for a carriage return.
+    line_feed_lengths: usize,
 }
 
 /// The UNIT, MULT and FMTU definitions and the id tables of the format table a scan starts from
@@ -210,6 +214,7 @@ impl<'a> Writer<'a> {
             last_time: 0,
             keep,
             newlines: NewlineCounts::default(),
+            line_feed_lengths: 0,
         }
     }
 
@@ -229,6 +234,7 @@ impl<'a> Writer<'a> {
             self.error = Some(e);
         }
         self.newlines.add(&self.out);
+        self.line_feed_lengths += line_feed_lengths(&self.out);
         self.taken += self.out.len() as u64;
         self.out.clear();
     }
@@ -531,12 +537,12 @@ pub fn salvage_into(
     let report = build(path, data, scan, observer);
     writer.pass_on(true);
     // Read as a text-mode copy, the output would have its line feeds doubted: it says they
-    // were checked (unless the input was such a copy, or says so already). Salvaged from a copy,
-    // it keeps the messages holding line feeds as suspect: it says they are in doubt where its
-    // counts would not show it to be a copy.
-    let converted = writer.newlines.is_newline_converted();
+    // were checked (unless the input was read as such a copy, or says so already). Salvaged from
+    // a copy, it keeps the messages holding line feeds as suspect: it says they are in doubt
+    // where its counts would not show it to be a copy.
+    let converted = shows_copy(&writer.newlines, writer.line_feed_lengths);
     let input_copy = copied_in_text_mode(data);
-    if converted && !crate::textmode::is_newline_converted(data) && !says_line_feeds_stand(data) {
+    if converted && !input_copy && !says_line_feeds_stand(data) {
         writer.mark_line_feeds(LINE_FEEDS_CHECKED);
         writer.pass_on(true);
     } else if input_copy
