@@ -662,6 +662,8 @@ impl Scanner<'_> {
         let data = self.data;
         let len = data.len();
         let mut pos = 0usize;
+        // A text-mode copy's message as its line feeds read (a message is at most 255 bytes).
+        let mut restored = [0u8; 256];
         loop {
             // Find `A3 95 <defined type>`.
             if len - pos < HEADER_LEN {
@@ -730,8 +732,6 @@ impl Scanner<'_> {
             };
             let bytes = &data[pos..pos + message_len];
             let body = &bytes[HEADER_LEN..];
-            // A text-mode copy's message as its line feeds read (a message is at most 255 bytes).
-            let mut restored = [0u8; 256];
             // A format-defining message is read only if its definition is accepted.
             let defined = if format.role == Role::Fmt {
                 match read_definition(&mut self.problems, pos, format, body) {
@@ -757,7 +757,7 @@ impl Scanner<'_> {
             // In a text-mode copy, what its line feeds leave in doubt.
             let mut line_feed = None;
             // Only the thorough rules read TimeUS; once per message.
-            let time = match self.rules {
+            let mut time = match self.rules {
                 Rules::Thorough => message.time_us(),
                 Rules::Reference => None,
             };
@@ -775,17 +775,25 @@ impl Scanner<'_> {
                     continue;
                 }
                 if self.newline_converted {
-                    match line_feed::judge(format, bytes) {
-                        LineFeeds::None => {}
-                        LineFeeds::Suspect(evidence) => {
-                            if self.judge.read_line_feeds(&message, &mut restored) {
-                                message.bytes = &restored[..message_len];
-                                self.line_feeds_read += 1;
-                            } else {
-                                line_feed = Some(evidence);
-                            }
-                        }
+                    let doubt = match line_feed::judge(format, bytes) {
+                        LineFeeds::None => None,
+                        LineFeeds::Suspect(evidence) => Some(Some(evidence)),
+                        LineFeeds::InTime => Some(None),
                         LineFeeds::Refused => {
+                            self.reject(DamageReason::NewlineConverted);
+                            pos += message_len;
+                            continue;
+                        }
+                    };
+                    match doubt {
+                        None => {}
+                        Some(_) if self.judge.read_line_feeds(&message, &mut restored) => {
+                            message.bytes = &restored[..message_len];
+                            time = message.time_us();
+                            self.line_feeds_read += 1;
+                        }
+                        Some(Some(evidence)) => line_feed = Some(evidence),
+                        Some(None) => {
                             self.reject(DamageReason::NewlineConverted);
                             pos += message_len;
                             continue;
@@ -858,8 +866,14 @@ impl Scanner<'_> {
                 Rules::Thorough => self.judge.judge(&message),
                 Rules::Reference => None,
             };
-            if self.newline_converted && line_feed.is_none() {
-                self.judge.learn_numbers(&message);
+            if self.newline_converted {
+                match line_feed {
+                    None => self.judge.learn_numbers(&message),
+                    Some(_) => self.judge.miss(&message),
+                }
+                if let Some(t) = message.clock_us() {
+                    self.judge.learn_clock(t);
+                }
             }
             if let Some(evidence) = line_feed.or(value_evidence) {
                 message.trust = Trust::Suspect;
@@ -959,16 +973,19 @@ pub const LINE_FEEDS_IN_DOUBT: &[u8] = b"bbcheck salvage: line feeds in doubt";
 pub fn copied_in_text_mode(data: &[u8]) -> bool {
     let mut counts = crate::textmode::NewlineCounts::default();
     counts.add(data);
-    let converted = shows_copy(&counts, line_feed_lengths(data));
+    let converted = shows_copy(&counts, || line_feed_lengths(data));
     (converted && !says_line_feeds_stand(data)) || says_line_feeds_in_doubt(data)
 }
 
 /// Whether data with `counts` of line feeds and carriage returns, whose FMT messages declare
-/// `line_feed_lengths` line feeds for carriage returns ([`line_feed_lengths`]), shows a
-/// text-mode copy (see [`copied_in_text_mode`]).
-pub fn shows_copy(counts: &crate::textmode::NewlineCounts, line_feed_lengths: usize) -> bool {
+/// `line_feed_lengths()` line feeds for carriage returns ([`line_feed_lengths`], counted only
+/// where the counts leave it open), shows a text-mode copy (see [`copied_in_text_mode`]).
+pub fn shows_copy(
+    counts: &crate::textmode::NewlineCounts,
+    line_feed_lengths: impl FnOnce() -> usize,
+) -> bool {
     counts.is_newline_converted()
-        || counts.may_be_newline_converted() && line_feed_lengths >= LINE_FEED_LENGTHS
+        || counts.may_be_newline_converted() && line_feed_lengths() >= LINE_FEED_LENGTHS
 }
 
 /// FMT messages declaring a line feed for the length where their format needs a carriage
@@ -1450,5 +1467,39 @@ mod tests {
             log.extend(fmt(0x41, length, "GMB3", "Ihhh", "TimeMS,a,b,c"));
             assert!(!copied_in_text_mode(&log), "length {length}");
         }
+    }
+
+    #[test]
+    fn a_copys_times_past_the_line_feed_in_their_high_byte_read_as_their_type_went_on() {
+        // From TimeUS 0x0A00_0000 (167.8 s) on for 16.8 s, every TimeUS holds a line feed in its
+        // fourth byte: read as a carriage return it would jump 50 s ahead.
+        let mut log = fmt(0x80, 89, "FMT", "BBnNZ", "Type,Length,Name,Format,Columns");
+        log.extend(fmt(0x41, 15, "ALT", "QI", "TimeUS,Alt"));
+        let start = 0x09FF_0000u64;
+        for i in 0..1200u64 {
+            let mut body = (start + 2500 * i).to_le_bytes().to_vec();
+            body.extend(100u32.to_le_bytes());
+            log.extend(message(0x41, &body));
+        }
+        assert!(copied_in_text_mode(&log));
+        struct Kept(Vec<Trust>);
+        impl Sink for Kept {
+            fn message(&mut self, m: &Message<'_>) {
+                self.0.push(m.trust);
+            }
+        }
+        let mut kept = Kept(Vec::new());
+        let scan = scan_with(&log, Rules::Thorough, Formats::new(), &mut kept);
+        // A line feed in the lowest two bytes leaves readings 3 or 768 µs apart, both within
+        // the 2500 µs the type moves by: those messages are refused, the others read.
+        let times = (0..1200u64).map(|i| start + 2500 * i);
+        let ambiguous = |t: &u64| t.to_le_bytes()[..2].contains(&b'\n');
+        let read = times.clone().filter(|t| !ambiguous(t));
+        assert_eq!(kept.0.len(), 2 + read.clone().count());
+        assert!(kept.0.iter().all(|&t| t == Trust::Trusted));
+        let in_window = read.filter(|&t| t >= 0x0A00_0000).count();
+        assert_eq!(scan.line_feeds_read, in_window as u64);
+        assert!(in_window > 1000);
+        assert_eq!(scan.gaps.len(), times.filter(ambiguous).count());
     }
 }

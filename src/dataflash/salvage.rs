@@ -540,7 +540,7 @@ pub fn salvage_into(
     // were checked (unless the input was read as such a copy, or says so already). Salvaged from
     // a copy, it keeps the messages holding line feeds as suspect: it says they are in doubt
     // where its counts would not show it to be a copy.
-    let converted = shows_copy(&writer.newlines, writer.line_feed_lengths);
+    let converted = shows_copy(&writer.newlines, || writer.line_feed_lengths);
     let input_copy = copied_in_text_mode(data);
     if converted && !input_copy && !says_line_feeds_stand(data) {
         writer.mark_line_feeds(LINE_FEEDS_CHECKED);

@@ -7,12 +7,13 @@
 //! each reading (every line feed read as it is or as a carriage return) is set beside the
 //! column's last value: the nearest stands when it lies within the column's [`Recent`] motion and
 //! every other reading lies [`READING_FACTOR`] times as far or farther; the message is then
-//! trusted with that reading. Otherwise, where the line feed lies in a value, the message is
-//! kept with the line feed read as it is, and marked suspect: the evidence names the column and
-//! how much its raw value would differ as a carriage return (3 in the byte that holds it). Where
-//! it lies in the message's header, in the time the messages around it are judged by (`TimeUS`),
-//! or in a message that defines formats, units or multipliers, nothing stands on it and the
-//! message is refused (`newline-converted`).
+//! trusted with that reading. The time the messages around it are judged by (`TimeUS`) is read
+//! the same way, by the time of the type's message before. Otherwise, where the line feed lies
+//! in a value, the message is kept with the line feed read as it is, and marked suspect: the
+//! evidence names the column and how much its raw value would differ as a carriage return (3 in
+//! the byte that holds it). Where it lies in the time, in the message's header, or in a message
+//! that defines formats, units or multipliers, nothing stands on it and the message is refused
+//! (`newline-converted`).
 //!
 //! Calibration: clean logs are never read as text-mode copies (`tests/suite/clean_flights.rs`).
 //! In the copies of the nine clean real DataFlash logs no reading that stands is wrong, down to
@@ -45,6 +46,8 @@ pub const MAX_LINE_FEEDS_READ: usize = 3;
 pub struct Recent {
     values: u32,
     last: f64,
+    /// Messages of the type and instance since the last value, not learned (left in doubt).
+    missed: u32,
     in_window: u32,
     current: f64,
     previous: f64,
@@ -57,9 +60,11 @@ impl Recent {
             return;
         }
         if self.values > 0 {
-            self.current = self.current.max((x - self.last).abs());
+            let steps = f64::from(self.missed) + 1.0;
+            self.current = self.current.max((x - self.last).abs() / steps);
         }
         self.last = x;
+        self.missed = 0;
         self.values = self.values.saturating_add(1);
         self.in_window += 1;
         if self.in_window == RECENT_WINDOW {
@@ -69,8 +74,17 @@ impl Recent {
         }
     }
 
-    /// Which of `readings` (the column's values of type `ty`, read each way) stands, if one does.
-    pub fn reading(&self, readings: &[f64], ty: FieldType) -> Option<usize> {
+    /// A message of the column's type and instance went by unlearned.
+    pub fn miss(&mut self) {
+        self.missed = self.missed.saturating_add(1);
+    }
+
+    /// Which of `readings` (the column's values of type `ty`, read each way) stands, if one does:
+    /// the column may have moved by its motion for each message since its last value. A time
+    /// (`clock`) goes on: its nearest reading may lie anywhere ahead, so long as every other
+    /// lies [`READING_FACTOR`] times as far (and its motion) or farther; otherwise a refused
+    /// message, which teaches the clock nothing, would leave every message after it too far.
+    pub fn reading(&self, readings: &[f64], ty: FieldType, clock: bool) -> Option<usize> {
         if self.values < super::MIN_VALUES {
             return None;
         }
@@ -85,7 +99,8 @@ impl Recent {
             0 => 1.0,
             bits => (self.last.abs() * 2f64.powi(-bits)).max(f64::MIN_POSITIVE),
         };
-        let near = self.current.max(self.previous) + unit;
+        let steps = f64::from(self.missed) + 1.0;
+        let near = self.current.max(self.previous) * steps + unit;
         let distance = |x: f64| {
             let d = (x - self.last).abs();
             if d.is_nan() { f64::INFINITY } else { d }
@@ -95,11 +110,15 @@ impl Recent {
             .map(|&x| distance(x))
             .enumerate()
             .min_by(|a, b| a.1.total_cmp(&b.1))?;
+        let (limit, reach) = match clock {
+            true => (f64::INFINITY, nearest + near),
+            false => (near, near),
+        };
         let apart = readings
             .iter()
             .enumerate()
-            .all(|(i, &x)| i == best || distance(x) >= READING_FACTOR * near);
-        (nearest <= near && apart).then_some(best)
+            .all(|(i, &x)| i == best || distance(x) >= READING_FACTOR * reach);
+        (nearest <= limit && apart).then_some(best)
     }
 }
 
@@ -110,6 +129,9 @@ pub enum LineFeeds {
     None,
     /// It stands on them, suspect, with the evidence of the first.
     Suspect(Evidence),
+    /// Some lie in the time the messages around it are judged by: nothing stands on them unless
+    /// they read as the time of the type's messages before.
+    InTime,
     /// Nothing stands on them.
     Refused,
 }
@@ -134,14 +156,18 @@ pub fn judge(format: &Format, bytes: &[u8]) -> LineFeeds {
         }
         None
     };
-    // Nothing stands on a line feed in the header or in the time.
+    // Nothing stands on a line feed in the header, nor on one in the time unless it is read.
     let timed = format.time_us || format.time_ms;
+    let mut in_time = false;
     for at in line_feeds {
         match column_of(at) {
             None => return LineFeeds::Refused,
-            Some((0, _)) if timed => return LineFeeds::Refused,
+            Some((0, _)) if timed => in_time = true,
             Some(_) => {}
         }
+    }
+    if in_time {
+        return LineFeeds::InTime;
     }
     let Some((column, byte)) = column_of(first) else {
         return LineFeeds::Refused;
@@ -172,7 +198,7 @@ mod tests {
     }
 
     #[test]
-    fn a_line_feed_in_a_value_is_suspect_and_in_the_time_refused() {
+    fn a_line_feed_in_a_value_is_suspect_in_the_time_read_or_refused_in_the_header_refused() {
         let f = format(b"TimeUS,Alt,Rate", b"Qfh");
         let mut bytes = vec![0xA3, 0x95, 130];
         bytes.extend_from_slice(&[0; 14]);
@@ -183,6 +209,8 @@ mod tests {
         };
         assert_eq!((e.field.as_deref(), e.offset), (Some("Alt"), 3 << 8));
         bytes[3 + 2] = b'\n';
+        assert_eq!(judge(&f, &bytes), LineFeeds::InTime);
+        bytes[1] = b'\n';
         assert_eq!(judge(&f, &bytes), LineFeeds::Refused);
     }
 }

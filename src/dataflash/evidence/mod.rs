@@ -93,6 +93,7 @@ struct Layout {
 impl Layout {
     /// The layout of `format`: empty when its messages are not judged (no float, or a name
     /// among its columns: a parameter's, say, with unrelated quantities in one column).
+    #[cold]
     fn of(format: &Format) -> Layout {
         let mut layout = Layout {
             with_units: format.unit_ids.is_some(),
@@ -132,12 +133,14 @@ struct Learned {
 impl Learned {
     /// The layout of the type's messages, `format`: read anew when FMTU named the instance
     /// column after the first messages.
+    #[inline]
     fn layout(&mut self, format: &Format) -> &Layout {
-        let stale = self
+        let with_units = format.unit_ids.is_some();
+        if self
             .layout
             .as_ref()
-            .is_none_or(|l| l.with_units != format.unit_ids.is_some());
-        if stale {
+            .is_none_or(|l| l.with_units != with_units)
+        {
             self.layout = Some(Layout::of(format));
         }
         self.layout.get_or_insert_with(Layout::default)
@@ -145,6 +148,7 @@ impl Learned {
 
     /// The layout (once [`Learned::layout`] read it), the instance `body` names and what was
     /// learned of that instance; none for an instance past [`MAX_INSTANCES`].
+    #[inline(always)]
     fn instance(&mut self, body: &[u8]) -> Option<(&Layout, Option<u8>, &mut Instance)> {
         let layout = self.layout.as_ref()?;
         let value_at = |offset: usize, ty: FieldType| Some(field(ty, body.get(offset..)?).ok()?.1);
@@ -175,12 +179,15 @@ impl Learned {
 #[derive(Debug, Clone)]
 pub struct Judge {
     types: Vec<Learned>,
+    /// The time of the messages accepted in a text-mode copy, whatever their type.
+    clock: line_feed::Recent,
 }
 
 impl Default for Judge {
     fn default() -> Self {
         Judge {
             types: vec![Learned::default(); 256],
+            clock: line_feed::Recent::default(),
         }
     }
 }
@@ -194,6 +201,7 @@ impl Judge {
     /// Forget everything: a new log starts.
     pub fn forget_all(&mut self) {
         self.types.fill(Learned::default());
+        self.clock = line_feed::Recent::default();
     }
 
     /// The evidence against `message`'s values, if any; then learn them.
@@ -251,9 +259,10 @@ impl Judge {
         }
     }
 
-    /// Read the line feeds of `message` (in a text-mode copy, every one in a value) by its
-    /// columns' last values (see [`line_feed`]): true, with the message as it reads into
-    /// `restored`, when a reading stands for each.
+    /// Read the line feeds of `message` (in a text-mode copy, every one in a number) by its
+    /// columns' last values, and its time by the time of the messages before (see
+    /// [`line_feed`]): true, with the message as it reads into `restored`, when a reading stands
+    /// for each.
     pub fn read_line_feeds(&mut self, message: &Message<'_>, restored: &mut [u8]) -> bool {
         let format = message.format;
         let bytes = message.bytes;
@@ -261,22 +270,35 @@ impl Judge {
             return false;
         };
         restored.copy_from_slice(bytes);
+        let clock = self.clock;
+        // The time, in microseconds, if the first column holds it.
+        let time = match (format.time_us, format.time_ms, format.fields.first()) {
+            (true, _, Some(&ty)) => Some((ty, 1.0)),
+            (false, true, Some(&ty)) => Some((ty, 1000.0)),
+            _ => None,
+        };
         let learned = &mut self.types[usize::from(format.type_id)];
-        if learned.layout(format).numbers.is_empty() {
-            return false;
-        }
+        learned.layout(format);
         let Some((layout, _, learned)) = learned.instance(message.body()) else {
             return false;
         };
         let mut line_feeds = memchr::memchr_iter(b'\n', bytes).peekable();
         while let Some(&at) = line_feeds.peek() {
-            let column = layout.numbers.iter().position(|&(offset, ty)| {
+            let holds = |offset: usize, ty: FieldType| {
                 (HEADER_LEN + offset..HEADER_LEN + offset + ty.size()).contains(&at)
-            });
-            let Some(column) = column else {
-                return false;
             };
-            let (offset, ty) = layout.numbers[column];
+            let (offset, ty, recent, scale, is_time) = match time {
+                Some((ty, scale)) if holds(0, ty) => (0, ty, clock, scale, true),
+                _ => {
+                    let Some(column) = layout.numbers.iter().position(|&(o, ty)| holds(o, ty))
+                    else {
+                        return false;
+                    };
+                    let (offset, ty) = layout.numbers[column];
+                    let recent = learned.recent.get(column).copied().unwrap_or_default();
+                    (offset, ty, recent, 1.0, false)
+                }
+            };
             let (start, end) = (HEADER_LEN + offset, HEADER_LEN + offset + ty.size());
             let mut held = [0usize; line_feed::MAX_LINE_FEEDS_READ];
             let mut count = 0;
@@ -296,15 +318,14 @@ impl Judge {
                         raw[at] = b'\r';
                     }
                 }
-                number_at(&raw, 0, ty).unwrap_or(f64::NAN)
+                number_at(&raw, 0, ty).map_or(f64::NAN, |x| x * scale)
             };
             let mut readings = [0f64; 1 << line_feed::MAX_LINE_FEEDS_READ];
             let readings = &mut readings[..1 << count];
             for (choice, reading) in readings.iter_mut().enumerate() {
                 *reading = value(choice);
             }
-            let recent = learned.recent.get(column).copied().unwrap_or_default();
-            let Some(choice) = recent.reading(readings, ty) else {
+            let Some(choice) = recent.reading(readings, ty, is_time) else {
                 return false;
             };
             for (bit, &at) in held[..count].iter().enumerate() {
@@ -314,6 +335,21 @@ impl Judge {
             }
         }
         true
+    }
+
+    /// Note that `message` is kept with line feeds left in doubt: its columns learn nothing from
+    /// it, and may have moved further by the next message of its type and instance.
+    pub fn miss(&mut self, message: &Message<'_>) {
+        let learned = &mut self.types[usize::from(message.format.type_id)];
+        learned.layout(message.format);
+        if let Some((_, _, learned)) = learned.instance(message.body()) {
+            learned.recent.iter_mut().for_each(line_feed::Recent::miss);
+        }
+    }
+
+    /// Learn the time, in microseconds, of a message accepted in a text-mode copy.
+    pub fn learn_clock(&mut self, time_us: u64) {
+        self.clock.learn(time_us as f64);
     }
 }
 
