@@ -734,8 +734,22 @@ impl Scanner<'_> {
             let body = &bytes[HEADER_LEN..];
             // A format-defining message is read only if its definition is accepted.
             let defined = if format.role == Role::Fmt {
+                // No logger makes the FMT type anything but FMT: a definition that would is
+                // damaged (a flipped bit in the first message's name), not the end of every
+                // definition after it.
+                let unmakes_fmt = |d: &Definition| {
+                    self.rules == Rules::Thorough
+                        && d.format
+                            .as_ref()
+                            .is_some_and(|f| f.type_id == FMT_TYPE && !f.defines_formats())
+                };
                 match read_definition(&mut self.problems, pos, format, body) {
-                    Ok(definition) => Some(definition),
+                    Ok(definition) if !unmakes_fmt(&definition) => Some(definition),
+                    Ok(_) => {
+                        self.reject(DamageReason::HeaderDamaged);
+                        pos += HEADER_LEN;
+                        continue;
+                    }
                     Err(named) => {
                         if let Some(type_id) = named {
                             self.refused_types[usize::from(type_id)] = true;
@@ -1501,5 +1515,23 @@ mod tests {
         assert_eq!(scan.line_feeds_read, in_window as u64);
         assert!(in_window > 1000);
         assert_eq!(scan.gaps.len(), times.filter(ambiguous).count());
+    }
+
+    #[test]
+    fn a_definition_that_would_unmake_the_fmt_type_is_damage() {
+        // The log's first message, FMT defining itself, with a bit flipped in its name.
+        let mut log = fmt(0x80, 89, "FMT", "BBnNZ", "Type,Length,Name,Format,Columns");
+        log[5 + 2] ^= 0x08;
+        log.extend(fmt(0x41, 7, "ALT", "I", "Alt"));
+        for alt in 0..20u32 {
+            log.extend(message(0x41, &alt.to_le_bytes()));
+        }
+        let scan = scan_with(&log, Rules::Thorough, Formats::new(), &mut Discard);
+        assert_eq!(scan.messages, 1 + 20);
+        assert_eq!(scan.gaps.len(), 1);
+        assert_eq!((scan.gaps[0].start, scan.gaps[0].end), (0, 89));
+        // By the reference rules, FMT is redefined and nothing after it is defined.
+        let reference = scan_with(&log, Rules::Reference, Formats::new(), &mut Discard);
+        assert_eq!(reference.messages, 2);
     }
 }
