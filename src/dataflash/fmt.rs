@@ -196,8 +196,7 @@ pub fn fmt_body(input: &[u8]) -> IResult<&[u8], Definition<'_>, ()> {
 
 /// How many FMT messages of `data` declare a line feed (10) for the length of a type whose
 /// format needs 13, a carriage return: the mark a text-mode copy leaves on definitions. A FMT
-/// counts where the next message, or the end of the data, follows it, and only while the FMT
-/// type still defines formats (a FMT may redefine it as something else).
+/// counts where the next message, or the end of the data, follows it.
 pub fn line_feed_lengths(data: &[u8]) -> usize {
     let carriage_return = usize::from(b'\r');
     let mut count = 0;
@@ -210,13 +209,9 @@ pub fn line_feed_lengths(data: &[u8]) -> usize {
         let Ok((_, d)) = fmt_body(body) else {
             continue;
         };
-        let defined = Format::define(&d, None).ok();
-        if d.type_value == i128::from(FMT_TYPE)
-            && defined.as_ref().is_some_and(|(f, _)| !f.defines_formats())
-        {
-            break;
-        }
-        let problem = defined.and_then(|(_, problem)| problem);
+        let problem = Format::define(&d, None)
+            .ok()
+            .and_then(|(_, problem)| problem);
         let line_feed_for_return = matches!(
             problem,
             Some(ProblemKind::LengthMismatch { needed, .. }) if needed == carriage_return

@@ -172,8 +172,8 @@ pub struct Scan {
     pub undefined: Vec<(u64, u64)>,
     /// Per type stepped over: the first such message's offset, its inferred length, and how many.
     pub undefined_types: Vec<UndefinedType>,
-    /// Messages of a text-mode copy whose line feeds were read by their columns' last values
-    /// (see [`super::evidence::line_feed`]), trusted as they read.
+    /// Messages of a text-mode copy whose line feeds were read by their columns' last values and
+    /// the clock (see [`super::evidence::line_feed`]), trusted as they read.
     pub line_feeds_read: u64,
 }
 
@@ -789,28 +789,21 @@ impl Scanner<'_> {
                     continue;
                 }
                 if self.newline_converted {
-                    let doubt = match line_feed::judge(format, bytes) {
-                        LineFeeds::None => None,
-                        LineFeeds::Suspect(evidence) => Some(Some(evidence)),
-                        LineFeeds::InTime => Some(None),
-                        LineFeeds::Refused => {
-                            self.reject(DamageReason::NewlineConverted);
-                            pos += message_len;
-                            continue;
-                        }
-                    };
-                    match doubt {
-                        None => {}
-                        Some(_) if self.judge.read_line_feeds(&message, &mut restored) => {
-                            message.bytes = &restored[..message_len];
-                            time = message.time_us();
-                            self.line_feeds_read += 1;
-                        }
-                        Some(Some(evidence)) => line_feed = Some(evidence),
-                        Some(None) => {
-                            self.reject(DamageReason::NewlineConverted);
-                            pos += message_len;
-                            continue;
+                    let verdict = line_feed::judge(format, bytes);
+                    let readable = matches!(verdict, LineFeeds::Suspect(_) | LineFeeds::InTime);
+                    if readable && self.judge.read_line_feeds(&message, &mut restored) {
+                        message.bytes = &restored[..message_len];
+                        time = message.time_us();
+                        self.line_feeds_read += 1;
+                    } else {
+                        match verdict {
+                            LineFeeds::None => {}
+                            LineFeeds::Suspect(evidence) => line_feed = Some(evidence),
+                            LineFeeds::InTime | LineFeeds::Refused => {
+                                self.reject(DamageReason::NewlineConverted);
+                                pos += message_len;
+                                continue;
+                            }
                         }
                     }
                 }

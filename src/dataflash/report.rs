@@ -496,7 +496,7 @@ pub fn write_summary(out: &mut impl Write, report: &DataflashReport) -> io::Resu
     if df.line_feeds_read > 0 {
         writeln!(
             out,
-            "  {} messages holding line feeds read by their columns' last values",
+            "  {} messages holding line feeds read by their columns' last values and the clock",
             df.line_feeds_read
         )?;
     }

@@ -96,9 +96,8 @@ struct Writer<'a> {
     reached: &'a AtomicU64,
     /// What the output has declared for each type byte.
     declared: Vec<Option<Declared>>,
-    /// The FMT layout the output is read with at this point; none once a FMT redefined the FMT
-    /// type as something else (no definition can be written then).
-    fmt_layout: Option<Format>,
+    /// The FMT layout the output is read with at this point.
+    fmt_layout: Format,
     /// Where the last copied message ended in the input.
     input_end: Option<u64>,
     /// (input offset, output offset) of each message that follows skipped input bytes.
@@ -196,7 +195,7 @@ impl<'a> Writer<'a> {
             error: None,
             reached,
             declared,
-            fmt_layout: Some(fmt),
+            fmt_layout: fmt,
             input_end: None,
             anchors: Vec::new(),
             summary: SalvageSummary {
@@ -260,11 +259,7 @@ impl<'a> Writer<'a> {
         let Ok((format, None)) = Format::define(&definition, None) else {
             return;
         };
-        let Some(fmt) = self
-            .fmt_layout
-            .as_ref()
-            .and_then(|l| fmt_message(l, &format))
-        else {
+        let Some(fmt) = fmt_message(&self.fmt_layout, &format) else {
             return;
         };
         let note = Field::Text(note);
@@ -285,11 +280,7 @@ impl<'a> Writer<'a> {
         if self.declared[type_slot].as_ref() == Some(&wanted) {
             return true;
         }
-        let Some(fmt) = self
-            .fmt_layout
-            .as_ref()
-            .and_then(|l| fmt_message(l, format))
-        else {
+        let Some(fmt) = fmt_message(&self.fmt_layout, format) else {
             return false;
         };
         self.out.extend_from_slice(&fmt);
@@ -401,8 +392,8 @@ impl<'a> Writer<'a> {
         let Ok(type_id) = u8::try_from(definition.type_value) else {
             return;
         };
-        if type_id == FMT_TYPE {
-            self.fmt_layout = format.defines_formats().then(|| format.clone());
+        if type_id == FMT_TYPE && format.defines_formats() {
+            self.fmt_layout = format.clone();
         }
         self.declared[usize::from(type_id)] = Some(Declared::of(&format));
     }

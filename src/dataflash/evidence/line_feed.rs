@@ -8,7 +8,8 @@
 //! column's last value: the nearest stands when it lies within the column's [`Recent`] motion and
 //! every other reading lies [`READING_FACTOR`] times as far or farther; the message is then
 //! trusted with that reading. The time the messages around it are judged by (`TimeUS`) is read
-//! the same way, by the time of the type's message before. Otherwise, where the line feed lies
+//! the same way, by the time of the last message accepted, of any type (see [`Recent::reading`]
+//! for why its nearest reading may lie anywhere ahead). Otherwise, where the line feed lies
 //! in a value, the message is kept with the line feed read as it is, and marked suspect: the
 //! evidence names the column and how much its raw value would differ as a carriage return (3 in
 //! the byte that holds it). Where it lies in the time, in the message's header, or in a message
@@ -130,7 +131,7 @@ pub enum LineFeeds {
     /// It stands on them, suspect, with the evidence of the first.
     Suspect(Evidence),
     /// Some lie in the time the messages around it are judged by: nothing stands on them unless
-    /// they read as the time of the type's messages before.
+    /// they read as the time of the messages accepted before.
     InTime,
     /// Nothing stands on them.
     Refused,
