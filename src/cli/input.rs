@@ -421,8 +421,10 @@ mod tests {
 
     #[test]
     fn a_session_split_between_threads_counts_the_bytes_each_decoded() {
+        // Long enough for the later piece to learn a field's held steps over two windows
+        // before the pieces meet.
         let spec = FlightSpec {
-            iterations: 40_000,
+            iterations: 200_000,
             ..FlightSpec::new(Layout::Betaflight4)
         };
         let data = flight(&spec);

@@ -2,12 +2,18 @@
 //! the error on by the field's predictor (in full for "previous", settling at two thirds for
 //! "average of two"), and the next I frame takes it back. The error that best explains the
 //! field's steps is fitted and compared with the field's recent [`Motion`] and with every step it
-//! leaves unexplained (threshold: [`p_offset_threshold`] of both), and at least [`MIN_CARRIED`] P
-//! frames must carry it. Level: suspect (`p-frame-offset`). Calibration: on every clean flight
-//! the error stays under 2.5 times (2 more than) the largest of the two, so a factor of
-//! [`P_OFFSET_FACTOR`] (3) leaves a margin of 1.2; with one carrying frame it fired on the
-//! generated transients peaking at a group's end and on an Indiflight estimator state
-//! (`docs/quality.md`).
+//! leaves unexplained (threshold: [`p_offset_threshold`] of both), and with the field's steps
+//! between held values over a longer past (it must pass them), and at least [`MIN_CARRIED`] P
+//! frames must carry it. An offset that other fields answer in the same frame is flight (a stick
+//! moved, and the motors followed). Level: suspect (`p-frame-offset`). Calibration: on every
+//! clean flight the error stays under 2.5 times (2 more than) the largest of the two, so a factor
+//! of [`P_OFFSET_FACTOR`] (3) leaves a margin of 1.2; with one carrying frame it fired on the
+//! generated transients peaking at a group's end and on an Indiflight estimator state. On
+//! Betaflight 3.4 flights outside the corpus it fired, before the held steps and the answering
+//! fields were read, on a current sensor resting at the top of its range for seconds and then
+//! reading lower for one reading (errors of 650 to 7,013, scores up to 600) and on D terms
+//! stepping with the receiver's frames after a calm stretch, the motors answering (scores up to
+//! 2.37) (`docs/quality.md`).
 
 use super::{MIN_MAINS_FOR_OFFSET, Offset};
 use crate::blackbox::group::Group;
@@ -28,6 +34,19 @@ pub fn p_offset_threshold(change: i64) -> i64 {
 
 /// I-frame intervals in one window of [`Motion`].
 pub const MOTION_WINDOW_GROUPS: u32 = 4;
+/// I-frame intervals in one window of [`Motion`]'s held steps: a sensor may rest at the top of
+/// its range for many seconds and then step as far as it did before.
+pub const HELD_WINDOW_GROUPS: u32 = 256;
+/// Held steps are read in one I-frame interval of this many (a sensor read at a lower rate steps
+/// in every one; reading them all cost 10 % of a check).
+pub const HELD_SAMPLE_GROUPS: u32 = 4;
+
+/// How many times (2 more than) its largest step elsewhere in the group a field must step where
+/// a P-frame offset starts to answer it (flight, not damage).
+pub const ANSWER_FACTOR: i64 = 2;
+/// How many fields must answer a P-frame offset for it to be flight.
+pub const MIN_ANSWERING: usize = 2;
+
 /// Groups [`Motion`] must have learnt from before it is compared with.
 pub const MIN_MOTION_GROUPS: u32 = 3;
 
@@ -36,8 +55,11 @@ pub const MIN_MOTION_GROUPS: u32 = 3;
 /// than twice it), over the current window of [`MOTION_WINDOW_GROUPS`] I-frame intervals and the
 /// one before. Some fields hold a value for several frames and then jump (a current sensor read
 /// at a lower rate, a receiver's frames), which inside one group looks like a P frame offset;
-/// the flight's recent motion tells the two apart. Windows are counted by iteration, so two
-/// decoders that learnt from the same groups since two windows hold the same motion.
+/// the flight's recent motion tells the two apart. A field that held a value and stepped to
+/// another it held before (two main frames each) is read at a lower rate: such steps count over
+/// windows of [`HELD_WINDOW_GROUPS`] intervals, as a sensor resting at a limit for a while steps
+/// as far as it did before. Windows are counted by iteration, so two decoders that learnt from
+/// the same groups since two windows hold the same motion.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Motion {
     /// Fields compared at all.
@@ -47,6 +69,11 @@ pub struct Motion {
     current_groups: u32,
     previous: Vec<i64>,
     previous_groups: u32,
+    held_window: u32,
+    /// The bits of each field's steps between held values, in the current window of held steps
+    /// and the one before.
+    held: Vec<i64>,
+    held_previous: Vec<i64>,
     /// Per field, what a step to the next I frame must reach to be looked at: the
     /// [`p_offset_threshold`] of its motion; `i64::MAX` for a field not watched, or before enough
     /// groups were learnt.
@@ -61,6 +88,8 @@ impl Motion {
             watched: watched.to_vec(),
             current: vec![0; n],
             previous: vec![0; n],
+            held: vec![0; n],
+            held_previous: vec![0; n],
             thresholds: vec![i64::MAX; n],
             ..Motion::default()
         }
@@ -82,21 +111,39 @@ impl Motion {
             self.current_groups = 0;
             self.window = window;
         }
+        let held_window = interval / HELD_WINDOW_GROUPS;
+        if held_window != self.held_window {
+            std::mem::swap(&mut self.held_previous, &mut self.held);
+            self.held.fill(0);
+            self.held_window = held_window;
+        }
         self.current_groups += 1;
-        let mut frames = group
+        let frames = group
             .main_frames()
             .chain(std::iter::once(next))
             .filter(|f| f.len() == n);
-        if let Some(mut previous) = frames.next() {
-            for frame in frames {
-                fold_change_bits(&mut self.current[..n], &previous[..n], &frame[..n]);
-                previous = frame;
+        let read_held = interval.is_multiple_of(HELD_SAMPLE_GROUPS);
+        // The three frames before each: a step from the second to the third is between held
+        // values when the first equals the second and the third the frame.
+        let mut before: [Option<&[i64]>; 3] = [None; 3];
+        for frame in frames {
+            match before {
+                [Some(a), Some(b), Some(c)] if read_held => {
+                    fold_steps(
+                        &mut self.current[..n],
+                        &mut self.held[..n],
+                        [a, b, c, frame],
+                    );
+                }
+                [.., Some(c)] => fold_change_bits(&mut self.current[..n], c, frame),
+                _ => {}
             }
+            before = [before[1], before[2], Some(frame)];
         }
         let warm = self.current_groups + self.previous_groups >= MIN_MOTION_GROUPS;
         for f in 0..n {
             self.thresholds[f] = if warm && self.watched[f] {
-                p_offset_threshold(self.largest(f))
+                p_offset_threshold(self.largest(f)).max(self.held(f) + 1)
             } else {
                 i64::MAX
             };
@@ -106,6 +153,12 @@ impl Motion {
     /// Field `f`'s recent motion: at least its largest recent step, under twice it.
     fn largest(&self, f: usize) -> i64 {
         self.current[f] | self.previous[f]
+    }
+
+    /// How far field `f` stepped between held values: at least its largest such step in the two
+    /// windows of held steps, under twice it. An offset must reach further.
+    fn held(&self, f: usize) -> i64 {
+        self.held[f] | self.held_previous[f]
     }
 }
 
@@ -128,6 +181,23 @@ fn fold_change_bits(bits: &mut [i64], a: &[i64], b: &[i64]) {
     }
 }
 
+/// [`fold_change_bits`] from the third of four consecutive main frames to the fourth into
+/// `changes`, and into `held` the bits of each field's step from the second to the third where
+/// the first equals the second and the third the fourth, made positive: one pass for both.
+#[inline]
+fn fold_steps(changes: &mut [i64], held: &mut [i64], [a, b, c, d]: [&[i64]; 4]) {
+    let n = changes.len().min(held.len());
+    let n = [a, b, c, d].iter().fold(n, |n, f| n.min(f.len()));
+    let (changes, held) = (&mut changes[..n], &mut held[..n]);
+    let (a, b, c, d) = (&a[..n], &b[..n], &c[..n], &d[..n]);
+    for i in 0..n {
+        let change = d[i].wrapping_sub(c[i]);
+        changes[i] |= magnitude(change);
+        let still = ((a[i] ^ b[i]) | change) == 0;
+        held[i] |= magnitude(c[i].wrapping_sub(b[i])) & -i64::from(still);
+    }
+}
+
 impl Group {
     /// The first P frame from which one field of the group is offset, to the end of the group
     /// (see [`Motion`]): a bit flipped in a P frame changes one field's value there, every P frame
@@ -136,7 +206,8 @@ impl Group {
     /// looked at. The field's largest step inside the group is taken for the error's start, and
     /// the error that best explains the steps from there to `next` is fitted: the frame is offset
     /// when that error reaches the [`p_offset_threshold`] of the field's recent motion and of every
-    /// step it leaves unexplained.
+    /// step it leaves unexplained, passes the field's steps between held values, and no other
+    /// fields answer it (`flight_answered`).
     pub fn first_offset_p_frame(
         &self,
         next: &[i64],
@@ -155,10 +226,15 @@ impl Group {
         if (0..n).fold(0, |any, f| any | under(f)) >= 0 {
             return None;
         }
+        let offset_from = |f: usize| {
+            let (quiet, held) = (motion.largest(f), motion.held(f));
+            self.offset_from_p_frame(f, next[f] - last[f], predictors.get(f), quiet, held)
+        };
         let first = (0..n)
             .filter(|&f| under(f) < 0)
-            .filter_map(|f| {
-                self.offset_from_p_frame(f, next[f] - last[f], predictors.get(f), motion.largest(f))
+            .filter_map(offset_from)
+            .filter(|&(start, offset)| {
+                !self.flight_answered(start, offset.field, &motion.watched, offset_from)
             })
             .min_by_key(|&(start, _)| start)?;
         // The item holding that main frame.
@@ -166,15 +242,55 @@ impl Group {
         self.main_items().nth(start).map(|(item, _)| (item, offset))
     }
 
+    /// Whether, at the main frame `start` (counted from the I frame) from which field `f` is
+    /// offset, [`MIN_ANSWERING`] other `watched` fields step [`ANSWER_FACTOR`] times (2 more than)
+    /// as far as anywhere else in the group, and are not offset from there themselves
+    /// (`offset_from` says from where one is): a stick moved or a sensor task ran, and the fields
+    /// it drives answered at once (the motors to a D term's step), where a flipped bit moves one
+    /// field and leaves the others alone.
+    fn flight_answered(
+        &self,
+        start: usize,
+        f: usize,
+        watched: &[bool],
+        offset_from: impl Fn(usize) -> Option<(usize, Offset)>,
+    ) -> bool {
+        let n = watched.len();
+        if start == 0 || self.main_frames().any(|m| m.len() < n) {
+            return false;
+        }
+        let steps = |g: usize| {
+            self.main_frames()
+                .zip(self.main_frames().skip(1))
+                .map(move |(a, b)| magnitude(b[g] - a[g]))
+        };
+        let answering = (0..n).filter(|&g| {
+            if g == f || !watched[g] {
+                return false;
+            }
+            let at = steps(g).nth(start - 1).unwrap_or(0);
+            let elsewhere = steps(g)
+                .enumerate()
+                .filter_map(|(i, step)| (i != start - 1).then_some(step))
+                .max()
+                .unwrap_or(0);
+            at >= ANSWER_FACTOR * (elsewhere + 2)
+                && offset_from(g).is_none_or(|(from, _)| from != start)
+        });
+        answering.take(MIN_ANSWERING).count() == MIN_ANSWERING
+    }
+
     /// The main frame (counted from the I frame) from which field `f` is offset (see
     /// [`Group::first_offset_p_frame`]), with the error fitted, `join` being its step to the next
-    /// I frame and `quiet` its recent largest step.
+    /// I frame, `quiet` its recent largest step and `held` its largest step between held values
+    /// (which the error must pass).
     fn offset_from_p_frame(
         &self,
         f: usize,
         join: i64,
         predictor: Option<&Predictor>,
         quiet: i64,
+        held: i64,
     ) -> Option<(usize, Offset)> {
         if self.main_frames().any(|m| m.len() <= f) {
             return None;
@@ -224,7 +340,7 @@ impl Group {
             .map(|(s, g)| (s as f64 - error * g).abs())
             .chain(steps().take(start - 1).map(|s| s.abs() as f64))
             .fold(quiet as f64, f64::max);
-        let threshold = P_OFFSET_FACTOR as f64 * (unexplained + 2.0);
+        let threshold = (P_OFFSET_FACTOR as f64 * (unexplained + 2.0)).max(held as f64 + 1.0);
         (error.abs() >= threshold).then_some((
             start,
             Offset {
