@@ -621,11 +621,15 @@ fn loop_time(spec: &FlightSpec, n: u32, noise: &mut Noise) -> i64 {
 
 /// What a hard flight does that a value rule could take for damage, by iteration: a throttle
 /// punch that stays, a current sensor and a barometer read every few frames (held, then jumping
-/// either way; the current now and then reading 0), sharp transients (the P term of one axis
-/// growing fourfold every four iterations to 2048 and back, the gyro with it, one motor at its
-/// top and another at its bottom: a prop strike or a desync) at three fifths of the flight and
-/// ending on the I frame after seven tenths, and a crash in the last sixteenth (gyro and
-/// accelerometer at their limits, swinging, motors at their bottom).
+/// either way; the current now and then reading 0, from a third of the flight near the top of
+/// its range and from two fifths to half at its top, but for one reading whose next lands on an I
+/// frame), sharp transients
+/// (the P term of one axis growing fourfold every four iterations to 2048 and back, the gyro
+/// with it, one motor at its top and another at its bottom: a prop strike or a desync) at three
+/// fifths of the flight and ending on the I frame after seven tenths, a stick moved after a calm
+/// stretch at four fifths (the D term holding a new value from one receiver frame to the next,
+/// the second of them on an I frame, the motors answering), and a crash in the last sixteenth
+/// (gyro and accelerometer at their limits, swinging, motors at their bottom).
 struct Hazards {
     on: bool,
     iterations: u32,
@@ -647,6 +651,46 @@ impl Hazards {
         if self.on { n - n % every } else { n }
     }
 
+    /// The first iteration, from `from` on, of the last reading of a sensor read every `every`
+    /// iterations before a reading that lands on an I frame.
+    fn reading_before_i_frame(&self, from: u32, every: u32) -> u32 {
+        let interval = self.i_interval.max(1);
+        let both = every / gcd(every, interval) * interval;
+        from.next_multiple_of(both) + both - every
+    }
+
+    /// The current sensor's reading at `n` near the top of its range, from a third to half of
+    /// the flight: jumping by up to `CURRENT_JUMPS` from one reading to the next, then from two
+    /// fifths on resting at the top, where one reading (the one before a reading on an I frame,
+    /// after a rest of at least 16 I-frame intervals) dips by `CURRENT_DIP`.
+    fn high_current(&self, n: u32) -> Option<i64> {
+        let (start, top, end) = (
+            self.iterations / 3,
+            self.iterations / 5 * 2,
+            self.iterations / 2,
+        );
+        if !self.on || n < start || n >= end {
+            return None;
+        }
+        let held = self.held(n, CURRENT_EVERY);
+        if n < top {
+            return Some(CURRENT_TOP - reading_noise(held, CURRENT_JUMPS).abs());
+        }
+        let dip = self.reading_before_i_frame(top + 16 * self.i_interval, CURRENT_EVERY);
+        Some(CURRENT_TOP - if held == dip { CURRENT_DIP } else { 0 })
+    }
+
+    /// The receiver frame the stick move holds at `n`, counted from its first, and the
+    /// iterations since that first: the move starts at four fifths of the flight on the receiver
+    /// frame before one on an I frame, and lasts four receiver frames.
+    fn stick_move(&self, n: u32) -> Option<(usize, i64)> {
+        let first = self.reading_before_i_frame(self.iterations / 5 * 4, RC_EVERY);
+        let since = n
+            .checked_sub(first)
+            .filter(|&k| self.on && k < 4 * RC_EVERY)?;
+        Some(((since / RC_EVERY) as usize, i64::from(since)))
+    }
+
     /// The transients' offset at `n`: -8, -32, -128, -512, -2048 over four iterations each.
     fn transient(&self, n: u32) -> i64 {
         let interval = self.i_interval.max(1);
@@ -662,6 +706,22 @@ impl Hazards {
         let sign = if (n / 6).is_multiple_of(2) { 1 } else { -1 };
         (self.on && n >= self.iterations - self.iterations / 16).then_some(sign)
     }
+}
+
+/// Iterations between two readings of the current sensor of a hard flight.
+const CURRENT_EVERY: u32 = 24;
+/// The current sensor's top reading, how far its readings near the top jump, and how far one
+/// reading at the top dips below it.
+const CURRENT_TOP: i64 = 4000;
+const CURRENT_JUMPS: i64 = 2000;
+const CURRENT_DIP: i64 = 1500;
+/// Iterations between two receiver frames of a hard flight.
+const RC_EVERY: u32 = 40;
+/// The D term of a stick move, one value a receiver frame: the second comes back to rest.
+const STICK_D_TERM: [i64; 4] = [-66, 2, -60, 50];
+
+fn gcd(a: u32, b: u32) -> u32 {
+    if b == 0 { a } else { gcd(b, a % b) }
 }
 
 /// A reading that jumps when it is taken: a hash of the iteration read, within ±`amplitude`.
@@ -810,6 +870,13 @@ impl MainModel {
                 (Quantity::Motor(_), Some(_)) => set.motor_min,
                 (Quantity::Motor(0), None) if spike != 0 => set.motor_max,
                 (Quantity::Motor(2), None) if spike != 0 => set.motor_min,
+                // The motors answer a stick move at once, and go on moving.
+                (Quantity::Motor(m), None) if hazards.stick_move(n).is_some() => {
+                    let since = hazards.stick_move(n).map_or(0, |(_, k)| k);
+                    let sign = if m % 2 == 1 { 1 } else { -1 };
+                    let v = self.quantity_value(spec, q, n, thr, &hazards, noise);
+                    (v + sign * (150 + since)).clamp(set.motor_min, set.motor_max)
+                }
                 (q, _) => self.quantity_value(spec, q, n, thr, &hazards, noise),
             };
             out[k] = if self.signed[k] { v } else { v.max(0) };
@@ -836,6 +903,10 @@ impl MainModel {
                 Quantity::PidP(1) => wave(n, period(1), 40) + noise.jitter(3) + spike,
                 Quantity::PidP(a) => wave(n, period(a), 40) + noise.jitter(3),
                 Quantity::PidI(a) => wave(n, period(a) * 10, 20),
+                Quantity::PidD(1) if hazards.stick_move(n).is_some() => {
+                    let frame = hazards.stick_move(n).map_or(0, |(j, _)| j);
+                    STICK_D_TERM[frame] + noise.jitter(2)
+                }
                 Quantity::PidD(a) => wave(n, 1200 + a * 200, 15) + noise.jitter(2),
                 Quantity::FeedForward(a) => wave(n, period(a) * 2, 60),
                 Quantity::Rate(a) => wave(n, period(a) * 2, 300),
@@ -845,9 +916,16 @@ impl MainModel {
                 Quantity::Battery => set.vbatref - set.vbat_sag * thr / 1000 - i64::from(n / 512),
                 // Read every few frames when flying hard: held, then jumping either way.
                 // Now and then a reading comes back 0.
-                Quantity::Current if hazards.on && hazards.held(n, 24) % 2000 == 1680 => 0,
+                Quantity::Current if hazards.high_current(n).is_some() => {
+                    hazards.high_current(n).unwrap_or(CURRENT_TOP)
+                }
+                Quantity::Current
+                    if hazards.on && hazards.held(n, CURRENT_EVERY) % 2000 == 1680 =>
+                {
+                    0
+                }
                 Quantity::Current if hazards.on => {
-                    let held = hazards.held(n, 24);
+                    let held = hazards.held(n, CURRENT_EVERY);
                     300 + 4 * Self::throttle(held) + reading_noise(held, 30)
                 }
                 Quantity::Current => 300 + 4 * thr + noise.jitter(5),
