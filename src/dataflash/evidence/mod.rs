@@ -40,6 +40,9 @@ pub struct Column {
     /// The largest magnitude of a finite value, taken as at least 1: a value below it needs no
     /// judging.
     pub top: f64,
+    /// Whether a finite value other than zero was seen: a column that held nothing but zeros
+    /// shows no scale to judge by.
+    pub scaled: bool,
     /// Whether a value was NaN or infinite.
     pub not_finite: bool,
 }
@@ -49,6 +52,7 @@ impl Default for Column {
         Column {
             values: 0,
             top: 1.0,
+            scaled: false,
             not_finite: false,
         }
     }
@@ -61,6 +65,7 @@ impl Column {
         self.values = self.values.saturating_add(1);
         if x.is_finite() {
             self.top = self.top.max(x.abs());
+            self.scaled |= x != 0.0;
         } else {
             self.not_finite = true;
         }
