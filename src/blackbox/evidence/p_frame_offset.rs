@@ -38,7 +38,7 @@ pub const MOTION_WINDOW_GROUPS: u32 = 4;
 /// its range for many seconds and then step as far as it did before.
 pub const HELD_WINDOW_GROUPS: u32 = 256;
 /// Held steps are read in one I-frame interval of this many (a sensor read at a lower rate steps
-/// in every one; reading them all cost 10 % of a check).
+/// in every one; reading them all cost 15 % of a check).
 pub const HELD_SAMPLE_GROUPS: u32 = 4;
 
 /// How many times (2 more than) its largest step elsewhere in the group a field must step where
