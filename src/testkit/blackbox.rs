@@ -860,6 +860,7 @@ impl MainModel {
             Self::throttle(n) + hazards.punch(n)
         };
         let spike = hazards.transient(n);
+        let stick = hazards.stick_move(n);
         for (k, &q) in self.quantities.iter().enumerate() {
             let v = match (q, crash) {
                 (Quantity::Gyro(a) | Quantity::GyroRaw(a), Some(sign)) => {
@@ -871,8 +872,8 @@ impl MainModel {
                 (Quantity::Motor(0), None) if spike != 0 => set.motor_max,
                 (Quantity::Motor(2), None) if spike != 0 => set.motor_min,
                 // The motors answer a stick move at once, and go on moving.
-                (Quantity::Motor(m), None) if hazards.stick_move(n).is_some() => {
-                    let since = hazards.stick_move(n).map_or(0, |(_, k)| k);
+                (Quantity::Motor(m), None) if stick.is_some() => {
+                    let since = stick.map_or(0, |(_, k)| k);
                     let sign = if m % 2 == 1 { 1 } else { -1 };
                     let v = self.quantity_value(spec, q, n, thr, &hazards, noise);
                     (v + sign * (150 + since)).clamp(set.motor_min, set.motor_max)
@@ -896,6 +897,13 @@ impl MainModel {
         let set = self.settings;
         let period = |a: u32| 2400 + (a % 3) * 1700;
         let spike = hazards.transient(n);
+        // A stick move's D term, and the current near the top of its range, where they are.
+        if let (Quantity::PidD(1), Some((frame, _))) = (q, hazards.stick_move(n)) {
+            return STICK_D_TERM[frame] + noise.jitter(2);
+        }
+        if let (Quantity::Current, Some(current)) = (q, hazards.high_current(n)) {
+            return current;
+        }
         {
             match q {
                 Quantity::Iteration => i64::from(n),
@@ -903,10 +911,6 @@ impl MainModel {
                 Quantity::PidP(1) => wave(n, period(1), 40) + noise.jitter(3) + spike,
                 Quantity::PidP(a) => wave(n, period(a), 40) + noise.jitter(3),
                 Quantity::PidI(a) => wave(n, period(a) * 10, 20),
-                Quantity::PidD(1) if hazards.stick_move(n).is_some() => {
-                    let frame = hazards.stick_move(n).map_or(0, |(j, _)| j);
-                    STICK_D_TERM[frame] + noise.jitter(2)
-                }
                 Quantity::PidD(a) => wave(n, 1200 + a * 200, 15) + noise.jitter(2),
                 Quantity::FeedForward(a) => wave(n, period(a) * 2, 60),
                 Quantity::Rate(a) => wave(n, period(a) * 2, 300),
@@ -916,9 +920,6 @@ impl MainModel {
                 Quantity::Battery => set.vbatref - set.vbat_sag * thr / 1000 - i64::from(n / 512),
                 // Read every few frames when flying hard: held, then jumping either way.
                 // Now and then a reading comes back 0.
-                Quantity::Current if hazards.high_current(n).is_some() => {
-                    hazards.high_current(n).unwrap_or(CURRENT_TOP)
-                }
                 Quantity::Current
                     if hazards.on && hazards.held(n, CURRENT_EVERY) % 2000 == 1680 =>
                 {

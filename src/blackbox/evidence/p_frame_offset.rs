@@ -64,20 +64,57 @@ pub const MIN_MOTION_GROUPS: u32 = 3;
 pub struct Motion {
     /// Fields compared at all.
     watched: Vec<bool>,
+    /// The bits of each field's changes, over windows of [`MOTION_WINDOW_GROUPS`] intervals.
+    changes: Windows,
+    /// The bits of each field's steps between held values, over windows of
+    /// [`HELD_WINDOW_GROUPS`] intervals.
+    held: Windows,
+    /// Per field, what a step to the next I frame must reach to be looked at: the
+    /// [`p_offset_threshold`] of its motion; `i64::MAX` for a field not watched, or before enough
+    /// groups were learnt.
+    thresholds: Vec<i64>,
+}
+
+/// Per field, bits folded over the current window of I-frame intervals and the one before, and
+/// the groups learnt from in each.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Windows {
     window: u32,
     current: Vec<i64>,
     current_groups: u32,
     previous: Vec<i64>,
     previous_groups: u32,
-    held_window: u32,
-    /// The bits of each field's steps between held values, in the current window of held steps
-    /// and the one before.
-    held: Vec<i64>,
-    held_previous: Vec<i64>,
-    /// Per field, what a step to the next I frame must reach to be looked at: the
-    /// [`p_offset_threshold`] of its motion; `i64::MAX` for a field not watched, or before enough
-    /// groups were learnt.
-    thresholds: Vec<i64>,
+}
+
+impl Windows {
+    fn new(n: usize) -> Self {
+        Windows {
+            current: vec![0; n],
+            previous: vec![0; n],
+            ..Windows::default()
+        }
+    }
+
+    /// Learn a group in `window`: a new window makes the current one the one before.
+    fn enter(&mut self, window: u32) {
+        if window != self.window {
+            std::mem::swap(&mut self.previous, &mut self.current);
+            self.previous_groups = self.current_groups;
+            self.current.fill(0);
+            self.current_groups = 0;
+            self.window = window;
+        }
+        self.current_groups += 1;
+    }
+
+    /// Field `f`'s bits over both windows: at least its largest step, under twice it.
+    fn bits(&self, f: usize) -> i64 {
+        self.current[f] | self.previous[f]
+    }
+
+    fn groups(&self) -> u32 {
+        self.current_groups + self.previous_groups
+    }
 }
 
 impl Motion {
@@ -86,12 +123,9 @@ impl Motion {
         let n = watched.len();
         Motion {
             watched: watched.to_vec(),
-            current: vec![0; n],
-            previous: vec![0; n],
-            held: vec![0; n],
-            held_previous: vec![0; n],
+            changes: Windows::new(n),
+            held: Windows::new(n),
             thresholds: vec![i64::MAX; n],
-            ..Motion::default()
         }
     }
 
@@ -103,44 +137,28 @@ impl Motion {
         if next.len() != n {
             return;
         }
-        let window = interval / MOTION_WINDOW_GROUPS;
-        if window != self.window {
-            std::mem::swap(&mut self.previous, &mut self.current);
-            self.previous_groups = self.current_groups;
-            self.current.fill(0);
-            self.current_groups = 0;
-            self.window = window;
-        }
-        let held_window = interval / HELD_WINDOW_GROUPS;
-        if held_window != self.held_window {
-            std::mem::swap(&mut self.held_previous, &mut self.held);
-            self.held.fill(0);
-            self.held_window = held_window;
-        }
-        self.current_groups += 1;
+        self.changes.enter(interval / MOTION_WINDOW_GROUPS);
+        self.held.enter(interval / HELD_WINDOW_GROUPS);
         let frames = group
             .main_frames()
             .chain(std::iter::once(next))
             .filter(|f| f.len() == n);
         let read_held = interval.is_multiple_of(HELD_SAMPLE_GROUPS);
+        let (changes, held) = (&mut self.changes.current[..n], &mut self.held.current[..n]);
         // The three frames before each: a step from the second to the third is between held
         // values when the first equals the second and the third the frame.
         let mut before: [Option<&[i64]>; 3] = [None; 3];
         for frame in frames {
             match before {
                 [Some(a), Some(b), Some(c)] if read_held => {
-                    fold_steps(
-                        &mut self.current[..n],
-                        &mut self.held[..n],
-                        [a, b, c, frame],
-                    );
+                    fold_steps(changes, held, [a, b, c, frame]);
                 }
-                [.., Some(c)] => fold_change_bits(&mut self.current[..n], c, frame),
+                [.., Some(c)] => fold_change_bits(changes, c, frame),
                 _ => {}
             }
             before = [before[1], before[2], Some(frame)];
         }
-        let warm = self.current_groups + self.previous_groups >= MIN_MOTION_GROUPS;
+        let warm = self.changes.groups() >= MIN_MOTION_GROUPS;
         for f in 0..n {
             self.thresholds[f] = if warm && self.watched[f] {
                 p_offset_threshold(self.largest(f)).max(self.held(f) + 1)
@@ -152,13 +170,13 @@ impl Motion {
 
     /// Field `f`'s recent motion: at least its largest recent step, under twice it.
     fn largest(&self, f: usize) -> i64 {
-        self.current[f] | self.previous[f]
+        self.changes.bits(f)
     }
 
     /// How far field `f` stepped between held values: at least its largest such step in the two
     /// windows of held steps, under twice it. An offset must reach further.
     fn held(&self, f: usize) -> i64 {
-        self.held[f] | self.held_previous[f]
+        self.held.bits(f)
     }
 }
 
@@ -268,12 +286,14 @@ impl Group {
             if g == f || !watched[g] {
                 return false;
             }
-            let at = steps(g).nth(start - 1).unwrap_or(0);
-            let elsewhere = steps(g)
-                .enumerate()
-                .filter_map(|(i, step)| (i != start - 1).then_some(step))
-                .max()
-                .unwrap_or(0);
+            let (mut at, mut elsewhere) = (0, 0);
+            for (i, step) in steps(g).enumerate() {
+                if i == start - 1 {
+                    at = step;
+                } else {
+                    elsewhere = elsewhere.max(step);
+                }
+            }
             at >= ANSWER_FACTOR * (elsewhere + 2)
                 && offset_from(g).is_none_or(|(from, _)| from != start)
         });
