@@ -424,17 +424,24 @@ fn a_field_that_holds_and_jumps_either_way_is_not_an_offset() {
 
 #[test]
 fn a_field_at_rest_offset_by_a_flipped_bit_is_a_suspect_group() {
-    // A flipped bit's error is a power of two: 8 is the smallest that the offset test tells
-    // from a field at rest (3 × (0 + 2) = 6), whether it rested all along or moved until a few
-    // I-frame intervals before (a field is judged by its recent motion, not by the flight's).
+    // A flipped bit's error is a power of two: 2 is the smallest that the offset test tells
+    // from a field at rest (3 × 0 + 2), whether it rested all along or moved until a few I-frame
+    // intervals before (a field is judged by its recent motion, not by the flight's); 1 is not.
     let data = second_session();
     let header = bbcheck::blackbox::header::Header::parse(&data, 0, data.len());
     let field = header.i.unwrap().index_of("axisP[0]").unwrap();
-    for rest_from in [1, 47 - 8] {
+    for (rest_from, error) in [(1, 2), (1, 8), (47 - 8, 2), (47 - 8, 64)] {
         let (clean, _, _) = flip_delta(47, 10, field, 0, Some(rest_from));
         let (_, clean_report) = decode(&clean);
         assert!(clean_report.is_clean(), "{:?}", clean_report.corrupt_spans);
-        let (flipped, range, damaged_frames) = flip_delta(47, 10, field, 8, Some(rest_from));
+        let (unit, _, _) = flip_delta(47, 10, field, 1, Some(rest_from));
+        let (_, unit_report) = decode(&unit);
+        assert!(
+            unit_report.suspect_spans.is_empty(),
+            "{:?}",
+            unit_report.suspect_spans
+        );
+        let (flipped, range, damaged_frames) = flip_delta(47, 10, field, error, Some(rest_from));
         // From the flipped P frame to the group's end, kept and marked.
         let first = *damaged_frames.first().unwrap();
         let range = first..range.end;
