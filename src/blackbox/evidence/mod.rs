@@ -39,14 +39,44 @@ pub const CORRUPT_SCORE: f64 = 64.0;
 /// must be to set the group's I frame apart (clean flights reach 2.14).
 pub const OFFSET_FACTOR: i64 = 4;
 
+/// A field whose largest change elsewhere is at most this is at rest (or creeping): a step of it
+/// is not lost in its own motion, so the offset rules ask less than `factor` times 2 more than
+/// its change ([`beyond`]).
+pub const REST_CHANGE: i64 = 3;
+
+/// `factor` times 2 more than a field's largest `change` elsewhere, or, for a field at rest
+/// ([`REST_CHANGE`]), `factor` times it and `at_rest` more. Without a branch, so that loops over
+/// fields stay on vectors (changes of 32-bit values are far from overflowing it).
+#[inline(always)]
+pub fn beyond(factor: i64, change: i64, at_rest: i64) -> i64 {
+    let rest = (change - REST_CHANGE - 1) >> 63;
+    factor * change + ((2 * factor) & !rest) + (at_rest & rest)
+}
+
+/// [`beyond`] for a change that need not be whole (one left unexplained by a fitted error).
+#[inline(always)]
+pub fn beyond_fraction(factor: i64, change: f64, at_rest: i64) -> f64 {
+    let more = if change <= REST_CHANGE as f64 {
+        at_rest
+    } else {
+        2 * factor
+    };
+    factor as f64 * change + more as f64
+}
+
+/// What an I-frame offset of a field at rest must reach beyond [`OFFSET_FACTOR`] times its
+/// change: clean flights step by 2 at rest into an I frame and back out of it, and reach 0.81
+/// of this at most (a change of 3; margin 1.23).
+pub const OFFSET_AT_REST: i64 = 4;
+
 /// The step an offset must reach to stand out from a field's largest `change` elsewhere:
-/// [`OFFSET_FACTOR`] times (2 more than) it. A flipped bit's error is a power of two and this a
-/// multiple of 4, so a field at rest is offset by 8 or more. (Changes of 32-bit values are far
-/// from overflowing it; plain arithmetic keeps loops over fields on vectors.)
+/// [`beyond`] it by [`OFFSET_FACTOR`] ([`OFFSET_AT_REST`] at rest). A flipped bit's error is a
+/// power of two and this a multiple of 4, so a field at rest is offset by 4 or more.
 #[inline(always)]
 pub fn offset_threshold(change: i64) -> i64 {
-    OFFSET_FACTOR * (change + 2)
+    beyond(OFFSET_FACTOR, change, OFFSET_AT_REST)
 }
+
 /// Main frames a group needs before the steps into and out of it are compared with its inside.
 pub const MIN_MAINS_FOR_OFFSET: usize = 3;
 

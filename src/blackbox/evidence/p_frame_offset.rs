@@ -8,17 +8,16 @@
 //! moved, and the motors followed). Level: suspect (`p-frame-offset`). Calibration: on every
 //! clean flight the error stays under 2.5 times (2 more than) the largest of the two, so a factor
 //! of [`P_OFFSET_FACTOR`] (3) leaves a margin of 1.2. A field at rest (changing by at most
-//! [`REST_CHANGE`] elsewhere) asks 2 more than 3 times it (clean flights reach 0.72 of that, a
-//! margin of 1.39): a flipped low bit of a field at rest is found (an error of 2 or
-//! more). With one carrying frame the rule fired on the generated transients peaking at a
-//! group's end and on an Indiflight estimator state. On
-//! Betaflight 3.4 flights outside the corpus it fired, before the held steps and the answering
+//! [`REST_CHANGE`](super::REST_CHANGE) elsewhere) asks 2 more than 3 times it (clean flights
+//! reach 0.72 of that, a margin of 1.39): a flipped low bit of a field at rest is found (an error
+//! of 2 or more). With one carrying frame the rule fired on the generated transients peaking at
+//! a group's end and on an Indiflight estimator state. On Betaflight 3.4 flights outside the corpus it fired, before the held steps and the answering
 //! fields were read, on a current sensor resting at the top of its range for seconds and then
 //! reading lower for one reading (errors of 650 to 7,013, scores up to 600) and on D terms
 //! stepping with the receiver's frames after a calm stretch, the motors answering (scores up to
 //! 2.37) (`docs/quality.md`).
 
-use super::{MIN_MAINS_FOR_OFFSET, Offset};
+use super::{MIN_MAINS_FOR_OFFSET, Offset, beyond, beyond_fraction};
 use crate::blackbox::group::Group;
 use crate::blackbox::predictor::Predictor;
 
@@ -29,27 +28,16 @@ pub const MIN_CARRIED: usize = 2;
 /// error fitted to a P-frame offset must reach. Clean flights reach 2.5.
 pub const P_OFFSET_FACTOR: i64 = 3;
 
-/// A field whose largest change elsewhere is at most this is at rest (or creeping): a step of
-/// it is not lost in its own motion.
-pub const REST_CHANGE: i64 = 3;
+/// What a P-frame offset of a field at rest must reach beyond [`P_OFFSET_FACTOR`] times its
+/// change: clean flights reach 0.72 of this (margin 1.39), so a field that did not move is
+/// offset by 2.
+pub const P_OFFSET_AT_REST: i64 = 2;
 
-/// The error a P-frame offset must reach beside a field's `change` elsewhere:
-/// [`P_OFFSET_FACTOR`] times 2 more than it, or, for a field at rest ([`REST_CHANGE`]), 2 more
-/// than [`P_OFFSET_FACTOR`] times it.
+/// The error a P-frame offset must reach beside a field's `change` elsewhere: [`beyond`] it by
+/// [`P_OFFSET_FACTOR`] ([`P_OFFSET_AT_REST`] at rest).
 #[inline(always)]
 pub fn p_offset_threshold(change: i64) -> i64 {
-    p_offset_threshold_of(change as f64) as i64
-}
-
-/// [`p_offset_threshold`] of a change that need not be whole (an error fitted over a group).
-#[inline(always)]
-fn p_offset_threshold_of(change: f64) -> f64 {
-    let factor = P_OFFSET_FACTOR as f64;
-    if change <= REST_CHANGE as f64 {
-        factor * change + 2.0
-    } else {
-        factor * (change + 2.0)
-    }
+    beyond(P_OFFSET_FACTOR, change, P_OFFSET_AT_REST)
 }
 
 /// I-frame intervals in one window of [`Motion`].
@@ -380,7 +368,8 @@ impl Group {
             .map(|(s, g)| (s as f64 - error * g).abs())
             .chain(steps().take(start - 1).map(|s| s.abs() as f64))
             .fold(quiet as f64, f64::max);
-        let threshold = p_offset_threshold_of(unexplained).max(held as f64 + 1.0);
+        let threshold =
+            beyond_fraction(P_OFFSET_FACTOR, unexplained, P_OFFSET_AT_REST).max(held as f64 + 1.0);
         (error.abs() >= threshold).then_some((
             start,
             Offset {
