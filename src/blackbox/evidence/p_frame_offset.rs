@@ -268,6 +268,14 @@ impl Group {
         self.main_items().nth(start).map(|(item, _)| (item, offset))
     }
 
+    /// Field `f`'s steps from each main frame of the group to the next (every main frame holds
+    /// it: the callers check).
+    fn steps_of(&self, f: usize) -> impl Iterator<Item = i64> + '_ {
+        self.main_frames()
+            .zip(self.main_frames().skip(1))
+            .map(move |(a, b)| b[f] - a[f])
+    }
+
     /// Whether, at the main frame `start` (counted from the I frame) from which field `f` is
     /// offset, [`MIN_ANSWERING`] other `watched` fields step [`ANSWER_FACTOR`] times (2 more than)
     /// as far as anywhere else in the group, and are not offset from there themselves
@@ -285,17 +293,12 @@ impl Group {
         if start == 0 || self.main_frames().any(|m| m.len() < n) {
             return false;
         }
-        let steps = |g: usize| {
-            self.main_frames()
-                .zip(self.main_frames().skip(1))
-                .map(move |(a, b)| magnitude(b[g] - a[g]))
-        };
         let answering = (0..n).filter(|&g| {
             if g == f || !watched[g] {
                 return false;
             }
             let (mut at, mut elsewhere) = (0, 0);
-            for (i, step) in steps(g).enumerate() {
+            for (i, step) in self.steps_of(g).map(magnitude).enumerate() {
                 if i == start - 1 {
                     at = step;
                 } else {
@@ -323,11 +326,7 @@ impl Group {
         if self.main_frames().any(|m| m.len() <= f) {
             return None;
         }
-        let steps = || {
-            self.main_frames()
-                .zip(self.main_frames().skip(1))
-                .map(move |(a, b)| b[f] - a[f])
-        };
+        let steps = || self.steps_of(f);
         // The largest step into a P frame, and how many main frames there are after it.
         let (start, largest) = steps()
             .enumerate()
