@@ -6,7 +6,9 @@
 //! - ceiling: clean messages whose bytes, and the bytes of the FMT that defines their type,
 //!   survived the damage;
 //! - recall: trusted messages that are a clean message, moved but unchanged, over the ceiling;
-//! - wrong: trusted messages that are not (changed bytes, or read out of step);
+//! - wrong: trusted messages that are not (changed bytes, or read out of step); material: those
+//!   off by more than the flight's own motion ([`Truth::material`]), never more than the
+//!   reference's;
 //! - suspect: messages kept but marked suspect (a value rule doubts them), and how many of them
 //!   are wrong;
 //! - localisation: damage points inside a reported corrupt span or within 256 bytes of one, or
@@ -22,6 +24,7 @@
 use crate::common;
 
 use bbcheck::dataflash::fmt::Formats;
+use bbcheck::dataflash::message::Value;
 use bbcheck::dataflash::{self, Message, Rules, Sink};
 use bbcheck::report::Trust;
 use bbcheck::testkit::damage::{self, Change, Model};
@@ -37,9 +40,25 @@ fn seeds(model: Model) -> u64 {
 
 /// Accepted messages: offset, length, the offset of the FMT that defined their type, whether
 /// they are trusted, and a digest of their bytes as read (a text-mode copy's line feeds may read
-/// as carriage returns).
+/// as carriage returns); and their values.
 #[derive(Default)]
-struct Messages(Vec<(u64, u64, Option<u64>, Trust, u64)>);
+struct Messages(Vec<(u64, u64, Option<u64>, Trust, u64)>, Values);
+
+/// The values of each message as read: its type and the range of `all` its values take.
+#[derive(Default)]
+struct Values {
+    of: Vec<(u8, std::ops::Range<usize>)>,
+    all: Vec<Num>,
+}
+
+/// One value, for telling how far a wrong message is off: numbers as stored, text and arrays by
+/// digest.
+#[derive(Clone, Copy)]
+enum Num {
+    Integer(f64),
+    Float(f64),
+    Text(u64),
+}
 
 impl Sink for Messages {
     fn message(&mut self, m: &Message<'_>) {
@@ -50,6 +69,92 @@ impl Sink for Messages {
             m.trust,
             digest(m.bytes),
         ));
+        let start = self.1.all.len();
+        self.1.all.extend(m.fields().map(|v| match v {
+            Value::Signed(v) => Num::Integer(v as f64),
+            Value::Unsigned(v) => Num::Integer(v as f64),
+            Value::F32(v) => Num::Float(v.into()),
+            Value::F64(v) => Num::Float(v),
+            Value::Text(t) | Value::Int16Array(t) => Num::Text(digest(t)),
+        }));
+        self.1.of.push((m.format.type_id, start..self.1.all.len()));
+    }
+}
+
+/// A clean log's messages, found by offset and placed among the messages of their type.
+struct Truth<'a> {
+    clean: &'a Messages,
+    at: HashMap<u64, usize>,
+    by_type: HashMap<u8, Vec<usize>>,
+    place: Vec<usize>,
+}
+
+/// Messages of its type on either side of a clean message whose changes make a column's local
+/// envelope.
+const ENVELOPE_MESSAGES: usize = 32;
+
+impl<'a> Truth<'a> {
+    fn new(clean: &'a Messages) -> Self {
+        let mut by_type: HashMap<u8, Vec<usize>> = HashMap::new();
+        let mut place = Vec::with_capacity(clean.0.len());
+        for (i, (type_id, _)) in clean.1.of.iter().enumerate() {
+            let list = by_type.entry(*type_id).or_default();
+            place.push(list.len());
+            list.push(i);
+        }
+        let at = clean.0.iter().enumerate().map(|(i, m)| (m.0, i)).collect();
+        Truth {
+            clean,
+            at,
+            by_type,
+            place,
+        }
+    }
+
+    /// Whether message `i` of `got`, read wrong, is materially wrong: no clean message of its type
+    /// starts where its first byte came from, or a column is off by more than its local envelope
+    /// (the largest change between consecutive messages of the type within
+    /// [`ENVELOPE_MESSAGES`] either side, plus 2 for an integer, plus a millionth for a float), a
+    /// text changed, or a NaN stands where there was none or is missing.
+    fn material(&self, got: &Messages, i: usize, changes: &[Change]) -> bool {
+        let clean = input_offset(changes, got.0[i].0, 1).and_then(|at| self.at.get(&at));
+        let Some(&c) = clean else {
+            return true;
+        };
+        let ((got_type, got_range), (clean_type, clean_range)) =
+            (&got.1.of[i], &self.clean.1.of[c]);
+        if got_type != clean_type || got_range.len() != clean_range.len() {
+            return true;
+        }
+        let list = &self.by_type[clean_type];
+        let k = self.place[c];
+        let window =
+            &list[k.saturating_sub(ENVELOPE_MESSAGES)..(k + ENVELOPE_MESSAGES + 1).min(list.len())];
+        let value = |m: usize, col: usize| self.clean.1.all[self.clean.1.of[m].1.start + col];
+        let envelope = |col: usize| {
+            window
+                .windows(2)
+                .filter_map(|w| match (value(w[0], col), value(w[1], col)) {
+                    (Num::Integer(a) | Num::Float(a), Num::Integer(b) | Num::Float(b)) => {
+                        Some((b - a).abs()).filter(|d| d.is_finite())
+                    }
+                    _ => None,
+                })
+                .fold(0.0, f64::max)
+        };
+        (0..clean_range.len()).any(
+            |col| match (got.1.all[got_range.start + col], value(c, col)) {
+                (Num::Text(a), Num::Text(b)) => a != b,
+                (Num::Integer(a), Num::Integer(b)) => (a - b).abs() > envelope(col) + 2.0,
+                (Num::Float(a), Num::Float(b)) if a.is_nan() || b.is_nan() => {
+                    a.is_nan() != b.is_nan()
+                }
+                (Num::Float(a), Num::Float(b)) => {
+                    (a - b).abs() > envelope(col) + 1e-6 * b.abs().max(1.0)
+                }
+                _ => true,
+            },
+        )
     }
 }
 
@@ -85,10 +190,12 @@ struct Tally {
     ceiling: u64,
     recovered: u64,
     wrong: u64,
+    material: u64,
     suspect: u64,
     suspect_wrong: u64,
     reference_recovered: u64,
     reference_wrong: u64,
+    reference_material: u64,
     points: u64,
     localised: u64,
 }
@@ -102,13 +209,13 @@ struct Tally {
 fn score(
     input: &[u8],
     damaged: &[u8],
-    clean: &HashMap<u64, u64>,
+    (clean, truth): (&HashMap<u64, u64>, &Truth<'_>),
     changes: &[Change],
     got: &Messages,
     intact: &HashMap<u64, bool>,
 ) -> Score {
     let mut s = Score::default();
-    for &(offset, len, _, trust, read) in &got.0 {
+    for (i, &(offset, len, _, trust, read)) in got.0.iter().enumerate() {
         let suspect = trust == Trust::Suspect;
         s.suspect += u64::from(suspect);
         match input_offset(changes, offset, len) {
@@ -128,7 +235,10 @@ fn score(
                 });
                 match suspect {
                     true => s.suspect_wrong += u64::from(!right),
-                    false => s.wrong += u64::from(!right),
+                    false => {
+                        s.wrong += u64::from(!right);
+                        s.material += u64::from(!right && truth.material(got, i, changes));
+                    }
                 }
                 let as_damaged = digest(&damaged[offset as usize..(offset + len) as usize]);
                 if right && as_damaged != read {
@@ -145,6 +255,8 @@ fn score(
 struct Score {
     recovered: u64,
     wrong: u64,
+    /// Wrong trusted messages off by more than the flight's own motion ([`Truth::material`]).
+    material: u64,
     suspect: u64,
     suspect_wrong: u64,
     /// Messages read otherwise than their damaged bytes, into the clean message's bytes.
@@ -172,14 +284,16 @@ fn dataflash_recovery_quality_per_damage_model() {
     }
     assert!(logs.len() >= 5, "the corpus has clean DataFlash logs");
     println!(
-        "\n{:<15} {:>5} {:>8} {:>8} {:>8} {:>6} {:>7} {:>7} {:>6} {:>7} {:>7}",
+        "\n{:<15} {:>5} {:>8} {:>8} {:>8} {:>6} {:>6} {:>7} {:>7} {:>7} {:>6} {:>7} {:>7}",
         "model",
         "cases",
         "ceiling",
         "recall%",
         "ref%",
         "wrong",
+        "mat",
         "ref wr",
+        "ref mat",
         "suspect",
         "s-wr",
         "ceil%",
@@ -195,6 +309,7 @@ fn dataflash_recovery_quality_per_damage_model() {
         let mut t = Tally::default();
         for (data, clean) in &logs {
             let lengths: HashMap<u64, u64> = clean.0.iter().map(|&(o, l, ..)| (o, l)).collect();
+            let truth = Truth::new(clean);
             for seed in 0..seeds(model) {
                 let d = damage::damage(data, model, seed);
                 let intact: HashMap<u64, bool> = clean
@@ -211,13 +326,23 @@ fn dataflash_recovery_quality_per_damage_model() {
                     .collect();
                 let (got, report) = read(&d.data, Rules::Thorough);
                 let (reference, _) = read(&d.data, Rules::Reference);
-                let ours = score(data, &d.data, &lengths, &d.changes, &got, &intact);
-                let theirs = score(data, &d.data, &lengths, &d.changes, &reference, &intact);
+                let clean_messages = (&lengths, &truth);
+                let ours = score(data, &d.data, clean_messages, &d.changes, &got, &intact);
+                let theirs = score(
+                    data,
+                    &d.data,
+                    clean_messages,
+                    &d.changes,
+                    &reference,
+                    &intact,
+                );
                 t.cases += 1;
                 t.clean += clean.0.len() as u64;
                 t.ceiling += intact.values().filter(|&&x| x).count() as u64;
                 t.recovered += ours.recovered;
                 t.wrong += ours.wrong;
+                t.material += ours.material;
+                t.reference_material += theirs.material;
                 t.suspect += ours.suspect;
                 t.suspect_wrong += ours.suspect_wrong;
                 t.reference_recovered += theirs.recovered;
@@ -263,19 +388,29 @@ fn dataflash_recovery_quality_per_damage_model() {
         };
         let (recall, local) = (pct(t.recovered, t.ceiling), pct(t.localised, t.points));
         println!(
-            "{:<15} {:>5} {:>8} {:>8.3} {:>8.3} {:>6} {:>7} {:>7} {:>6} {:>7.2} {:>7.2}",
+            "{:<15} {:>5} {:>8} {:>8.3} {:>8.3} {:>6} {:>6} {:>7} {:>7} {:>7} {:>6} {:>7.2} {:>7.2}",
             model.name(),
             t.cases,
             t.ceiling,
             recall,
             pct(t.reference_recovered, t.ceiling),
             t.wrong,
+            t.material,
             t.reference_wrong,
+            t.reference_material,
             t.suspect,
             t.suspect_wrong,
             pct(t.ceiling, t.clean),
             local,
         );
+        if t.material > t.reference_material {
+            failures.push(format!(
+                "{}: {} material wrong messages, reference {}",
+                model.name(),
+                t.material,
+                t.reference_material
+            ));
+        }
         if t.wrong > t.reference_wrong {
             failures.push(format!(
                 "{}: {} wrong messages, reference {}",
