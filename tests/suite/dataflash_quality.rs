@@ -16,7 +16,8 @@
 //!   as the carriage return it was);
 //! - the reference columns read the same files by pymavlink's rules.
 //!
-//! `BBCHECK_QUALITY_MODELS=newline,drop-runs` measures those models only.
+//! `BBCHECK_QUALITY_MODELS=newline,drop-runs` measures those models only;
+//! `BBCHECK_QUALITY_MATERIAL=1` prints every material wrong message trusted, with the columns off.
 //!
 //! Salvage of every damaged copy re-checks clean, holds exactly the accepted messages, and
 //! salvaging it again changes nothing.
@@ -49,11 +50,13 @@ struct Messages(Vec<(u64, u64, Option<u64>, Trust, u64)>, Values);
 struct Values {
     of: Vec<(u8, std::ops::Range<usize>)>,
     all: Vec<Num>,
+    /// Each type's name and columns.
+    names: HashMap<u8, (String, Vec<String>)>,
 }
 
 /// One value, for telling how far a wrong message is off: numbers as stored, text and arrays by
 /// digest.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 enum Num {
     Integer(f64),
     Float(f64),
@@ -78,6 +81,10 @@ impl Sink for Messages {
             Value::Text(t) | Value::Int16Array(t) => Num::Text(digest(t)),
         }));
         self.1.of.push((m.format.type_id, start..self.1.all.len()));
+        self.1
+            .names
+            .entry(m.format.type_id)
+            .or_insert_with(|| (m.format.name.clone(), m.format.columns.clone()));
     }
 }
 
@@ -116,15 +123,27 @@ impl<'a> Truth<'a> {
     /// (the largest change between consecutive messages of the type within
     /// [`ENVELOPE_MESSAGES`] either side, plus 2 for an integer, plus a millionth for a float), a
     /// text changed, or a NaN stands where there was none or is missing.
-    fn material(&self, got: &Messages, i: usize, changes: &[Change]) -> bool {
+    fn material(&self, got: &Messages, i: usize, changes: &[Change], print: bool) -> bool {
+        let off = self.columns_off(got, i, changes);
+        if print && !off.is_empty() {
+            let (type_id, _) = &got.1.of[i];
+            let name = got.1.names.get(type_id).map_or("?", |(n, _)| n);
+            println!("material message at {}: {name} {off:?}", got.0[i].0);
+        }
+        !off.is_empty()
+    }
+
+    /// The columns of message `i` of `got` that make it material (see [`Truth::material`]), as
+    /// (column, value read, clean value); `["no clean message"]` where none stands behind it.
+    fn columns_off(&self, got: &Messages, i: usize, changes: &[Change]) -> Vec<String> {
         let clean = input_offset(changes, got.0[i].0, 1).and_then(|at| self.at.get(&at));
         let Some(&c) = clean else {
-            return true;
+            return vec!["no clean message".into()];
         };
         let ((got_type, got_range), (clean_type, clean_range)) =
             (&got.1.of[i], &self.clean.1.of[c]);
         if got_type != clean_type || got_range.len() != clean_range.len() {
-            return true;
+            return vec!["another type".into()];
         }
         let list = &self.by_type[clean_type];
         let k = self.place[c];
@@ -142,19 +161,28 @@ impl<'a> Truth<'a> {
                 })
                 .fold(0.0, f64::max)
         };
-        (0..clean_range.len()).any(
-            |col| match (got.1.all[got_range.start + col], value(c, col)) {
-                (Num::Text(a), Num::Text(b)) => a != b,
-                (Num::Integer(a), Num::Integer(b)) => (a - b).abs() > envelope(col) + 2.0,
-                (Num::Float(a), Num::Float(b)) if a.is_nan() || b.is_nan() => {
-                    a.is_nan() != b.is_nan()
-                }
-                (Num::Float(a), Num::Float(b)) => {
-                    (a - b).abs() > envelope(col) + 1e-6 * b.abs().max(1.0)
-                }
-                _ => true,
-            },
-        )
+        let names = self.clean.1.names.get(clean_type).map(|(_, c)| c);
+        let column = |col: usize| names.and_then(|n| n.get(col)).map_or("?", |n| n.as_str());
+        let off = |col: usize| match (got.1.all[got_range.start + col], value(c, col)) {
+            (Num::Text(a), Num::Text(b)) => a != b,
+            (Num::Integer(a), Num::Integer(b)) => (a - b).abs() > envelope(col) + 2.0,
+            (Num::Float(a), Num::Float(b)) if a.is_nan() || b.is_nan() => a.is_nan() != b.is_nan(),
+            (Num::Float(a), Num::Float(b)) => {
+                (a - b).abs() > envelope(col) + 1e-6 * b.abs().max(1.0)
+            }
+            _ => true,
+        };
+        (0..clean_range.len())
+            .filter(|&col| off(col))
+            .map(|col| {
+                format!(
+                    "{}: {:?} for {:?}",
+                    column(col),
+                    got.1.all[got_range.start + col],
+                    value(c, col)
+                )
+            })
+            .collect()
     }
 }
 
@@ -213,6 +241,7 @@ fn score(
     changes: &[Change],
     got: &Messages,
     intact: &HashMap<u64, bool>,
+    print: bool,
 ) -> Score {
     let mut s = Score::default();
     for (i, &(offset, len, _, trust, read)) in got.0.iter().enumerate() {
@@ -237,7 +266,7 @@ fn score(
                     true => s.suspect_wrong += u64::from(!right),
                     false => {
                         s.wrong += u64::from(!right);
-                        s.material += u64::from(!right && truth.material(got, i, changes));
+                        s.material += u64::from(!right && truth.material(got, i, changes, print));
                     }
                 }
                 let as_damaged = digest(&damaged[offset as usize..(offset + len) as usize]);
@@ -307,6 +336,7 @@ fn dataflash_recovery_quality_per_damage_model() {
     };
     for model in Model::ALL.into_iter().filter(|&m| wanted(m)) {
         let mut t = Tally::default();
+        let print = std::env::var_os("BBCHECK_QUALITY_MATERIAL").is_some();
         for (data, clean) in &logs {
             let lengths: HashMap<u64, u64> = clean.0.iter().map(|&(o, l, ..)| (o, l)).collect();
             let truth = Truth::new(clean);
@@ -327,7 +357,15 @@ fn dataflash_recovery_quality_per_damage_model() {
                 let (got, report) = read(&d.data, Rules::Thorough);
                 let (reference, _) = read(&d.data, Rules::Reference);
                 let clean_messages = (&lengths, &truth);
-                let ours = score(data, &d.data, clean_messages, &d.changes, &got, &intact);
+                let ours = score(
+                    data,
+                    &d.data,
+                    clean_messages,
+                    &d.changes,
+                    &got,
+                    &intact,
+                    print,
+                );
                 let theirs = score(
                     data,
                     &d.data,
@@ -335,6 +373,7 @@ fn dataflash_recovery_quality_per_damage_model() {
                     &d.changes,
                     &reference,
                     &intact,
+                    false,
                 );
                 t.cases += 1;
                 t.clean += clean.0.len() as u64;
