@@ -41,7 +41,7 @@ pub struct Column {
     /// judging.
     pub top: f64,
     /// Whether a finite value other than zero was seen: a column that held nothing but zeros
-    /// shows no scale to judge by.
+    /// shows no scale, and is judged against a higher bar.
     pub scaled: bool,
     /// Whether a value was NaN or infinite.
     pub not_finite: bool,
