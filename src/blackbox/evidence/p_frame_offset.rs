@@ -11,11 +11,11 @@
 //! [`REST_CHANGE`](super::REST_CHANGE) elsewhere) asks 2 more than 3 times it (clean flights
 //! reach 0.72 of that, a margin of 1.39): a flipped low bit of a field at rest is found (an error
 //! of 2 or more). With one carrying frame the rule fired on the generated transients peaking at
-//! a group's end and on an Indiflight estimator state. On Betaflight 3.4 flights outside the corpus it fired, before the held steps and the answering
-//! fields were read, on a current sensor resting at the top of its range for seconds and then
-//! reading lower for one reading (errors of 650 to 7,013, scores up to 600) and on D terms
-//! stepping with the receiver's frames after a calm stretch, the motors answering (scores up to
-//! 2.37) (`docs/quality.md`).
+//! a group's end and on an Indiflight estimator state. On Betaflight 3.4 flights outside the
+//! corpus it fired, before the held steps and the answering fields were read, on a current
+//! sensor resting at the top of its range for seconds and then reading lower for one reading
+//! (errors of 650 to 7,013, scores up to 600) and on D terms stepping with the receiver's frames
+//! after a calm stretch, the motors answering (scores up to 2.37) (`docs/quality.md`).
 
 use super::{MIN_MAINS_FOR_OFFSET, Offset, beyond, beyond_fraction};
 use crate::blackbox::group::Group;

@@ -16,9 +16,9 @@
 //! clean log, 62 octaves below anything it held before.
 //!
 //! Calibration (every clean real ArduPilot log, `tests/suite/clean_flights.rs`): the largest
-//! rise seen is 7.3 octaves (a GPS course from 0 to 154°, no longer judged: its column held only
-//! zeros before), then 5.8 (an accelerometer in a crash); the threshold keeps a margin of 10.2
-//! octaves. Outside the corpus, an ArduCopter 4.7 log's `MAVC.P2` went from 0 to 500,000 (18.9
+//! rise seen is 7.3 octaves (a GPS course from 0 to 154°, its column holding only zeros before,
+//! so judged against 32), then 5.8 (an accelerometer in a crash); the threshold keeps a margin
+//! of 10.2 octaves. Outside the corpus, an ArduCopter 4.7 log's `MAVC.P2` went from 0 to 500,000 (18.9
 //! octaves), under the 32 a column of zeros asks (a margin of 13.1). The rule yields suspect
 //! only: a splice is not told from a sensor fault by its values alone.
 
