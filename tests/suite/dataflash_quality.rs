@@ -118,6 +118,11 @@ impl<'a> Truth<'a> {
         }
     }
 
+    /// The length of the clean message at input offset `at`, if one starts there.
+    fn length_at(&self, at: u64) -> Option<u64> {
+        self.at.get(&at).map(|&i| self.clean.0[i].1)
+    }
+
     /// Whether message `i` of `got`, read wrong, is materially wrong: no clean message of its type
     /// starts where its first byte came from, or a column is off by more than its local envelope
     /// (the largest change between consecutive messages of the type within
@@ -237,7 +242,7 @@ struct Tally {
 fn score(
     input: &[u8],
     damaged: &[u8],
-    (clean, truth): (&HashMap<u64, u64>, &Truth<'_>),
+    truth: &Truth<'_>,
     changes: &[Change],
     got: &Messages,
     intact: &HashMap<u64, bool>,
@@ -249,7 +254,7 @@ fn score(
         s.suspect += u64::from(suspect);
         match input_offset(changes, offset, len) {
             Some(at)
-                if clean.get(&at) == Some(&len)
+                if truth.length_at(at) == Some(len)
                     && digest(&damaged[offset as usize..(offset + len) as usize]) == read =>
             {
                 s.recovered += u64::from(intact.get(&at) == Some(&true) && !suspect);
@@ -259,7 +264,7 @@ fn score(
                 let last = input_offset(changes, offset + len - 1, 1)
                     .and_then(|end| (end + 1).checked_sub(len));
                 let right = [first, last].into_iter().flatten().any(|at| {
-                    clean.get(&at) == Some(&len)
+                    truth.length_at(at) == Some(len)
                         && digest(&input[at as usize..(at + len) as usize]) == read
                 });
                 match suspect {
@@ -334,12 +339,11 @@ fn dataflash_recovery_quality_per_damage_model() {
         only.as_deref()
             .is_none_or(|o| o.split(',').any(|n| n == m.name()))
     };
+    let truths: Vec<Truth<'_>> = logs.iter().map(|(_, clean)| Truth::new(clean)).collect();
+    let print = std::env::var_os("BBCHECK_QUALITY_MATERIAL").is_some();
     for model in Model::ALL.into_iter().filter(|&m| wanted(m)) {
         let mut t = Tally::default();
-        let print = std::env::var_os("BBCHECK_QUALITY_MATERIAL").is_some();
-        for (data, clean) in &logs {
-            let lengths: HashMap<u64, u64> = clean.0.iter().map(|&(o, l, ..)| (o, l)).collect();
-            let truth = Truth::new(clean);
+        for ((data, clean), truth) in logs.iter().zip(&truths) {
             for seed in 0..seeds(model) {
                 let d = damage::damage(data, model, seed);
                 let intact: HashMap<u64, bool> = clean
@@ -347,34 +351,17 @@ fn dataflash_recovery_quality_per_damage_model() {
                     .iter()
                     .map(|&(o, l, fmt, ..)| {
                         let fmt_ok = fmt.is_none_or(|f| {
-                            lengths
-                                .get(&f)
-                                .is_some_and(|&fl| untouched(&d.changes, f, f + fl))
+                            truth
+                                .length_at(f)
+                                .is_some_and(|fl| untouched(&d.changes, f, f + fl))
                         });
                         (o, untouched(&d.changes, o, o + l) && fmt_ok)
                     })
                     .collect();
                 let (got, report) = read(&d.data, Rules::Thorough);
                 let (reference, _) = read(&d.data, Rules::Reference);
-                let clean_messages = (&lengths, &truth);
-                let ours = score(
-                    data,
-                    &d.data,
-                    clean_messages,
-                    &d.changes,
-                    &got,
-                    &intact,
-                    print,
-                );
-                let theirs = score(
-                    data,
-                    &d.data,
-                    clean_messages,
-                    &d.changes,
-                    &reference,
-                    &intact,
-                    false,
-                );
+                let ours = score(data, &d.data, truth, &d.changes, &got, &intact, print);
+                let theirs = score(data, &d.data, truth, &d.changes, &reference, &intact, false);
                 t.cases += 1;
                 t.clean += clean.0.len() as u64;
                 t.ceiling += intact.values().filter(|&&x| x).count() as u64;
@@ -388,7 +375,7 @@ fn dataflash_recovery_quality_per_damage_model() {
                 t.reference_wrong += theirs.wrong;
                 for c in &d.changes {
                     // A file cut where a message ends leaves no trace to find.
-                    if c.kind == "truncate" && lengths.contains_key(&c.input_offset) {
+                    if c.kind == "truncate" && truth.length_at(c.input_offset).is_some() {
                         continue;
                     }
                     t.points += 1;
