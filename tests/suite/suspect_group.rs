@@ -82,6 +82,24 @@ fn rewrite(
     pause: bool,
     at_rest: bool,
 ) -> (Vec<u8>, std::ops::Range<usize>) {
+    rewrite_with(group, pause, |g, values| {
+        if at_rest {
+            values[field] = 0;
+        }
+        if g == group {
+            values[field] += shift;
+        }
+    })
+}
+
+/// The demo log's first session, re-written with `edit` applied to the values of every main
+/// frame (given the count of I frames so far), after a logging-resume event at the `group`-th
+/// I frame if `pause`. Also the byte range the `group`-th I-frame group's main frames take.
+fn rewrite_with(
+    group: usize,
+    pause: bool,
+    edit: impl Fn(usize, &mut [i64]),
+) -> (Vec<u8>, std::ops::Range<usize>) {
     let data = std::fs::read(common::own_corpus().join("generated/demo.bbl")).unwrap();
     let (records, report) = decode(&data);
     assert!(report.is_clean(), "the demo log is clean");
@@ -102,15 +120,10 @@ fn rewrite(
                     }
                 }
                 let mut values = values.clone();
-                if at_rest {
-                    values[field] = 0;
-                }
+                edit(groups, &mut values);
                 let start = writer.bytes().len();
-                if groups == group {
-                    values[field] += shift;
-                    if *kind == FrameKind::I {
-                        range.start = start;
-                    }
+                if groups == group && *kind == FrameKind::I {
+                    range.start = start;
                 }
                 writer.main(*kind, &values);
                 if groups == group {
@@ -124,10 +137,14 @@ fn rewrite(
     (writer.finish(), range)
 }
 
-fn gyro_x() -> usize {
+fn field_index(name: &str) -> usize {
     let data = std::fs::read(common::own_corpus().join("generated/demo.bbl")).unwrap();
     let header = bbcheck::blackbox::header::Header::parse(&data, 0, data.len());
-    header.i.unwrap().index_of("gyroADC[0]").unwrap()
+    header.i.unwrap().index_of(name).unwrap()
+}
+
+fn gyro_x() -> usize {
+    field_index("gyroADC[0]")
 }
 
 #[test]
@@ -180,6 +197,43 @@ fn an_i_frame_group_of_a_field_at_rest_offset_by_a_flipped_bit_is_a_suspect_grou
     for error in [4, 8] {
         let (shifted, range) = rewrite(5, field, error, false, true);
         // The group's 32 main frames are kept, marked.
+        assert_suspect(
+            &shifted,
+            Rule::IFrameOffset,
+            (field, "gyroADC[0]"),
+            &range,
+            32,
+            Some(0),
+        );
+    }
+}
+
+#[test]
+fn an_i_frame_group_that_flight_moves_other_fields_into_is_not_an_offset() {
+    // A throttle punch at an I frame: one field steps into the group and back out at the next
+    // I frame, while two others step with it, as far past their own change (all at rest: 0),
+    // and stay. With a step of 8 the field passes its threshold (4) twice over, and so do the
+    // others at 8 (past their bar of 4): flight. Offset by 64, it passes its threshold 16 times,
+    // further than the others move: damage.
+    let field = gyro_x();
+    let others = [field_index("axisP[0]"), field_index("axisP[1]")];
+    let punch = |step: i64, others_step: i64| {
+        rewrite_with(5, false, |g, values| {
+            values[field] = if g == 5 { step } else { 0 };
+            for &o in &others {
+                values[o] = if g >= 5 { others_step } else { 0 };
+            }
+        })
+    };
+    let (flight, _) = punch(8, 8);
+    let (_, report) = decode(&flight);
+    assert!(
+        report.is_clean() && report.suspect_spans.is_empty(),
+        "{report:?}"
+    );
+    // Alone, the same step is an offset; and so it is where the others move less than it.
+    for (step, others_step) in [(8, 0), (64, 8)] {
+        let (shifted, range) = punch(step, others_step);
         assert_suspect(
             &shifted,
             Rule::IFrameOffset,

@@ -8,8 +8,15 @@
 //! flights shows it with the factor lowered from 4 to 3; at 2 it fires on two real Betaflight
 //! logs. Fields at rest step by 2 into an I frame and out of it on clean flights, and reach 0.81
 //! of their threshold at most (`docs/quality.md`).
+//!
+//! Flight answers the step where [`MIN_ANSWERING`] other fields step into the group with it, past
+//! [`ANSWER_FACTOR`] times (2 more than) their own change inside, scaled by how far the field
+//! passes its threshold, and are not taken back: a throttle punch on an I frame of a Betaflight
+//! 3.1.5 flight logged every 8th loop moves the throttle by 44 and the four motors by 50 to 108
+//! at once, and the noisiest motor (81 past a threshold of 80) comes partly back at the next I
+//! frame. A byte lost in an I frame offsets fields that the next I frame takes back.
 
-use super::{MIN_MAINS_FOR_OFFSET, Offset, offset_threshold};
+use super::{ANSWER_FACTOR, MIN_ANSWERING, MIN_MAINS_FOR_OFFSET, Offset, offset_threshold};
 use crate::blackbox::group::Group;
 
 /// The main frames [`Group::offset_by_its_i_frame`] compares, each cut to the same length.
@@ -103,21 +110,40 @@ impl Group {
         if (0..n).fold(0, |any, f| any | joins.cheap_conditions(f)) >= 0 {
             return None;
         }
+        // The largest changes inside, read from the frames held, last.
+        let inside = |f: usize| self.largest_change(f).max(before.largest_change(f));
+        // Whether field `f` steps into the group and back out of it (to within a quarter).
+        let taken_back = |f: usize| {
+            let (into, out) = joins.steps(f);
+            (into ^ out) < 0 && (into + out).abs() * 4 < into.abs() + out.abs()
+        };
         (0..n).find_map(|f| {
-            if joins.cheap_conditions(f) >= 0 || !checked[f] {
+            let threshold = offset_threshold(inside(f));
+            let (into, out) = joins.steps(f);
+            if joins.cheap_conditions(f) >= 0
+                || !checked[f]
+                || !taken_back(f)
+                || into.abs().min(out.abs()) < threshold
+            {
                 return None;
             }
-            let (into, out) = joins.steps(f);
+            // Flight answers a step of `f` where other fields step with it into the group, past
+            // their change inside as far as `f` passes its threshold, and stay (a throttle punch
+            // moves the throttle and the motors at once); damage offsets fields that the next
+            // I frame takes back, and by far more than flight moves the others.
             let step = into.abs().min(out.abs());
-            // The largest changes inside, read from the frames held, last.
-            let threshold = offset_threshold(self.largest_change(f).max(before.largest_change(f)));
-            ((into + out).abs() * 4 < into.abs() + out.abs() && step >= threshold).then_some(
-                Offset {
-                    field: f,
-                    offset: into,
-                    threshold,
-                },
-            )
+            let answering = (0..n).filter(|&g| {
+                let bar = ANSWER_FACTOR * (inside(g) + 2);
+                g != f
+                    && checked[g]
+                    && joins.steps(g).0.abs().saturating_mul(threshold) >= bar.saturating_mul(step)
+                    && !taken_back(g)
+            });
+            (answering.take(MIN_ANSWERING).count() < MIN_ANSWERING).then_some(Offset {
+                field: f,
+                offset: into,
+                threshold,
+            })
         })
     }
 

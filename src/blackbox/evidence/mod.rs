@@ -80,6 +80,12 @@ pub fn offset_threshold(change: i64) -> i64 {
 /// Main frames a group needs before the steps into and out of it are compared with its inside.
 pub const MIN_MAINS_FOR_OFFSET: usize = 3;
 
+/// How many times (2 more than) its largest change elsewhere a field must step where an offset
+/// starts to answer it: flight, not damage, moves several fields at once.
+pub const ANSWER_FACTOR: i64 = 2;
+/// How many other fields must answer an offset for it to be flight.
+pub const MIN_ANSWERING: usize = 2;
+
 /// What a value rule measured on one field: the step (or fitted error) and the threshold it
 /// reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

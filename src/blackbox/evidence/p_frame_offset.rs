@@ -17,7 +17,7 @@
 //! (errors of 650 to 7,013, scores up to 600) and on D terms stepping with the receiver's frames
 //! after a calm stretch, the motors answering (scores up to 2.37) (`docs/quality.md`).
 
-use super::{MIN_MAINS_FOR_OFFSET, Offset, beyond, beyond_fraction};
+use super::{ANSWER_FACTOR, MIN_ANSWERING, MIN_MAINS_FOR_OFFSET, Offset, beyond, beyond_fraction};
 use crate::blackbox::group::Group;
 use crate::blackbox::predictor::Predictor;
 
@@ -48,12 +48,6 @@ pub const HELD_WINDOW_GROUPS: u32 = 256;
 /// Held steps are read in one I-frame interval of this many (a sensor read at a lower rate steps
 /// in every one; reading them all cost 15 % of a check).
 pub const HELD_SAMPLE_GROUPS: u32 = 4;
-
-/// How many times (2 more than) its largest step elsewhere in the group a field must step where
-/// a P-frame offset starts to answer it (flight, not damage).
-pub const ANSWER_FACTOR: i64 = 2;
-/// How many fields must answer a P-frame offset for it to be flight.
-pub const MIN_ANSWERING: usize = 2;
 
 /// Groups [`Motion`] must have learnt from before it is compared with.
 pub const MIN_MOTION_GROUPS: u32 = 3;
