@@ -178,6 +178,8 @@ pub enum Rule {
     ValueRange,
     /// NaN or an infinity in a DataFlash float column that held only finite values.
     NotANumber,
+    /// A DataFlash value its unit cannot take (a latitude past 90°, say).
+    PhysicalRange,
     /// In a text-mode copy, a line feed that may have been a carriage return, where the frames
     /// around it show neither reading: the values read are the reading that joins them better.
     LineFeed,
@@ -195,6 +197,7 @@ impl Rule {
             Rule::DamageAfterIFrame => "damage-after-i-frame",
             Rule::ValueRange => "value-range",
             Rule::NotANumber => "not-a-number",
+            Rule::PhysicalRange => "physical-range",
             Rule::LineFeed => "line-feed",
             Rule::ListedSuspect => "listed-suspect",
         }

@@ -742,6 +742,11 @@ fn write_suspect_span(
              clearly better",
             e.offset
         )?,
+        (Some(field), Rule::PhysicalRange) => write!(
+            out,
+            ", {field} reads {}, past what its unit allows ({}, score {:.2})",
+            e.offset, e.threshold, e.score
+        )?,
         (Some(field), Rule::ValueRange) => write!(
             out,
             ", {field} {} octaves above its largest value before (threshold {}, score {:.2})",

@@ -9,7 +9,7 @@
 use nom::IResult;
 use nom::bytes::complete::take;
 use nom::number::complete::u8 as le_u8;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::{self, Write as _};
 
 /// The type id FMT has before any FMT-of-FMT redefines it.
@@ -437,8 +437,11 @@ pub fn decode_name(bytes: &[u8]) -> String {
 #[derive(Debug, Clone)]
 pub struct Formats {
     slots: Vec<Option<Format>>,
-    /// UNIT: id character → label.
+    /// UNIT: id character → label (the last one given).
     pub units: BTreeMap<char, String>,
+    /// UNIT ids given more than one label (ArduPilot 3.6 gives `U` to degrees of longitude and
+    /// to microseconds): the labels given before the last.
+    earlier_labels: BTreeMap<char, BTreeSet<String>>,
     /// MULT: id character → multiplier.
     pub multipliers: BTreeMap<char, f64>,
 }
@@ -482,8 +485,29 @@ impl Formats {
         Formats {
             slots,
             units: BTreeMap::new(),
+            earlier_labels: BTreeMap::new(),
             multipliers: BTreeMap::new(),
         }
+    }
+
+    /// Record a UNIT message: `id` names `label`.
+    pub fn define_unit(&mut self, id: char, label: String) {
+        if let Some(old) = self.units.insert(id, label)
+            && self.units.get(&id) != Some(&old)
+        {
+            self.earlier_labels.entry(id).or_default().insert(old);
+        }
+    }
+
+    /// Every label the log gave unit `id`: none when it defined no such unit, more than one
+    /// when it gave the id to several units, any of which a column of that id may be in.
+    pub fn unit_labels(&self, id: char) -> impl Iterator<Item = &str> {
+        let earlier = self.earlier_labels.get(&id).into_iter().flatten();
+        self.units
+            .get(&id)
+            .into_iter()
+            .chain(earlier)
+            .map(String::as_str)
     }
 
     /// The definition of a type byte.
@@ -647,6 +671,21 @@ mod tests {
             Format::define(&definition(b"Qx", 12), None).unwrap_err(),
             ProblemKind::UnknownFormatChar('x')
         );
+    }
+
+    #[test]
+    fn a_unit_id_given_several_labels_keeps_them_all() {
+        let mut formats = Formats::new();
+        formats.define_unit('D', "deglatitude".into());
+        formats.define_unit('U', "deglongitude".into());
+        formats.define_unit('U', "us".into());
+        formats.define_unit('D', "deglatitude".into());
+        let labels = |id| formats.unit_labels(id).collect::<Vec<_>>();
+        assert_eq!(labels('D'), ["deglatitude"]);
+        assert_eq!(labels('U'), ["us", "deglongitude"]);
+        assert!(labels('Y').is_empty());
+        // Exports name the last.
+        assert_eq!(formats.units[&'U'], "us");
     }
 
     #[test]

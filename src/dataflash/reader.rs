@@ -791,7 +791,11 @@ impl Scanner<'_> {
                 if self.newline_converted {
                     let verdict = line_feed::judge(format, bytes);
                     let readable = matches!(verdict, LineFeeds::Suspect(_) | LineFeeds::InTime);
-                    if readable && self.judge.read_line_feeds(&message, &mut restored) {
+                    if readable
+                        && self
+                            .judge
+                            .read_line_feeds(&message, &self.formats, &mut restored)
+                    {
                         message.bytes = &restored[..message_len];
                         time = message.time_us();
                         self.line_feeds_read += 1;
@@ -870,13 +874,13 @@ impl Scanner<'_> {
             }
             // The values learned: a line feed's doubt comes first.
             let value_evidence = match self.rules {
-                Rules::Thorough => self.judge.judge(&message),
+                Rules::Thorough => self.judge.judge(&message, &self.formats),
                 Rules::Reference => None,
             };
             if self.newline_converted {
                 match line_feed {
-                    None => self.judge.learn_numbers(&message),
-                    Some(_) => self.judge.miss(&message),
+                    None => self.judge.learn_numbers(&message, &self.formats),
+                    Some(_) => self.judge.miss(&message, &self.formats),
                 }
                 if let Some(t) = message.clock_us() {
                     self.judge.learn_clock(t);
@@ -899,7 +903,7 @@ impl Scanner<'_> {
             self.end_offset = pos as u64;
             match metadata {
                 Some(Metadata::Unit(id, label)) => {
-                    self.formats.units.insert(id, label);
+                    self.formats.define_unit(id, label);
                 }
                 Some(Metadata::Mult(id, mult)) => {
                     self.formats.multipliers.insert(id, mult);

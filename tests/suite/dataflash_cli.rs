@@ -1179,6 +1179,72 @@ fn a_float_column_turning_nan_is_suspect_once() {
     assert_eq!(clean["verdict"], "clean");
 }
 
+/// The offsets of the messages of type `name` in `log`.
+fn offsets_of(log: &[u8], name: &str) -> Vec<usize> {
+    struct Offsets<'a>(&'a str, Vec<usize>);
+    impl bbcheck::dataflash::reader::Sink for Offsets<'_> {
+        fn message(&mut self, m: &bbcheck::dataflash::message::Message<'_>) {
+            if m.format.name == self.0 {
+                self.1.push(m.offset as usize);
+            }
+        }
+    }
+    let mut offsets = Offsets(name, Vec::new());
+    bbcheck::dataflash::scan(log, &mut offsets);
+    offsets.1
+}
+
+#[test]
+fn a_value_its_unit_cannot_take_is_suspect() {
+    // A GPS fix of a generated flight at latitude -178.4° (FMTU: degrees of latitude, stored in
+    // units of 1e-7): every byte in step.
+    let dir = TempDir::new("df-physical");
+    let mut log = bbcheck::testkit::dataflash::flight(3, 10);
+    let gps = offsets_of(&log, "GPS");
+    let at = gps[30];
+    // TimeUS, Status, GMS, GWk, NSats, HDop come before Lat.
+    let lat = at + 3 + 8 + 1 + 4 + 2 + 1 + 2;
+    log[lat..lat + 4].copy_from_slice(&(-1_784_479_743i32).to_le_bytes());
+    let path = write(&dir, "south.bin", &log);
+    let (code, report) = check_json(&path);
+    assert_eq!(code, Some(0), "values in doubt are not damage");
+    assert_eq!(report["verdict"], "suspect");
+    let spans = report["suspect_spans"].as_array().unwrap();
+    assert_eq!(spans.len(), 1, "{spans:?}");
+    assert_eq!(spans[0]["start"], at);
+    let evidence = &spans[0]["evidence"];
+    assert_eq!(evidence["rule"], "physical-range");
+    assert_eq!(evidence["field"], "GPS.Lat");
+    assert_eq!(
+        (&evidence["offset"], &evidence["threshold"]),
+        (&(-178).into(), &(-90).into())
+    );
+    let text = bbcheck(&["check", path.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains(
+            "physical-range, GPS.Lat reads -178, past what its unit allows (-90, score 1.98)"
+        ),
+        "{text}"
+    );
+    // Salvaged with it left out, the log is clean; the flight without it was clean too.
+    let out = dir.join("salvaged.bin");
+    let salvage = [
+        "salvage",
+        path.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--drop-suspect",
+    ];
+    assert_eq!(bbcheck(&salvage).status.code(), Some(0));
+    assert_eq!(check_json(&out).1["verdict"], "clean");
+    let clean = bbcheck::testkit::dataflash::flight(3, 10);
+    assert_eq!(
+        check_json(&write(&dir, "flight.bin", &clean)).1["verdict"],
+        "clean"
+    );
+}
+
 #[test]
 fn the_firmware_is_the_message_that_names_a_vehicle() {
     // ArduPlane 4.0 logs "Ground start" before its firmware string.

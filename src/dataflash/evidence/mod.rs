@@ -9,19 +9,21 @@
 //!   time or a definition.
 //! - suspect (value evidence only: the message ends in step and is kept, marked): [`value_range`]
 //!   and [`not_a_number`], on the float columns of each (type, instance), learned from the
-//!   messages accepted before it in the log. A message spliced from the head of one and the tail
-//!   of another that ends in step carries the tail's bytes as values: floats of 1e-38 or 1e10,
-//!   NaN.
+//!   messages accepted before it in the log, and [`physical_range`] on the columns whose FMTU
+//!   unit bounds them. A message spliced from the head of one and the tail of another that ends
+//!   in step carries the tail's bytes as values: floats of 1e-38 or 1e10, NaN, a latitude of
+//!   -178°.
 //!
-//! Integer columns are not judged: on clean logs they leave rest (0) for values up to 2^16 at
-//! once (flags, angles in centidegrees, counters), so a range learned from them says little.
+//! Integer columns are not judged by a learned range: on clean logs they leave rest (0) for
+//! values up to 2^16 at once (flags, angles in centidegrees, counters), so it says little.
 //! `tests/suite/clean_flights.rs` holds the calibration: on every clean real log no rule fires.
 
 pub mod line_feed;
 pub mod not_a_number;
+pub mod physical_range;
 pub mod value_range;
 
-use super::fmt::{FieldType, Format, HEADER_LEN, Role};
+use super::fmt::{FieldType, Format, Formats, HEADER_LEN, Role};
 use super::message::{Message, f16_to_f32, field};
 use crate::report::Evidence;
 
@@ -78,8 +80,22 @@ struct Instance {
     id: u8,
     /// One a float column of the layout.
     columns: Vec<Column>,
+    /// One a bounded column of the layout.
+    held: Vec<physical_range::Held>,
     /// One a number column of the layout, learned in text-mode copies only.
     recent: Vec<line_feed::Recent>,
+}
+
+/// A column whose unit bounds its values.
+#[derive(Debug, Clone, Copy)]
+struct Bounded {
+    column: usize,
+    offset: usize,
+    ty: FieldType,
+    /// What one step of the stored value is worth in the unit.
+    multiplier: f64,
+    /// The values the unit allows.
+    bounds: (f64, f64),
 }
 
 /// Where a type's judged values lie in its body.
@@ -91,15 +107,18 @@ struct Layout {
     instance: Option<(usize, FieldType)>,
     /// Byte offset and type of each number column but the time and the instance.
     numbers: Vec<(usize, FieldType)>,
+    /// Each column whose unit bounds its values.
+    bounded: Vec<Bounded>,
     /// Whether the layout was read with the type's FMTU units known.
     with_units: bool,
 }
 
 impl Layout {
-    /// The layout of `format`: empty when its messages are not judged (no float, or a name
-    /// among its columns: a parameter's, say, with unrelated quantities in one column).
+    /// The layout of `format`, its units read in `formats`: empty when its messages are not
+    /// judged (a name among its columns: a parameter's, say, with unrelated quantities in one
+    /// column).
     #[cold]
-    fn of(format: &Format) -> Layout {
+    fn of(format: &Format, formats: &Formats) -> Layout {
         let mut layout = Layout {
             with_units: format.unit_ids.is_some(),
             ..Layout::default()
@@ -108,10 +127,28 @@ impl Layout {
             return layout;
         }
         let mut units = format.unit_ids.as_deref().unwrap_or("").chars();
+        let mut multipliers = format.mult_ids.as_deref().unwrap_or("").chars();
         let timed = format.time_us || format.time_ms;
         let mut offset = 0;
         for (i, &field) in format.fields.iter().enumerate() {
             let unit = units.next();
+            let multiplier = multipliers
+                .next()
+                .and_then(|id| formats.multipliers.get(&id));
+            let bounds = unit.and_then(|id| physical_range::bounds(formats.unit_labels(id)));
+            if let (Some(bounds), Some(&multiplier)) = (bounds, multiplier)
+                && field != FieldType::Int16Array
+            {
+                // ArduPilot's `-` multiplier, 0, means none.
+                let multiplier = if multiplier == 0.0 { 1.0 } else { multiplier };
+                layout.bounded.push(Bounded {
+                    column: i,
+                    offset,
+                    ty: field,
+                    multiplier,
+                    bounds,
+                });
+            }
             if field.is_float() {
                 layout.floats.push((i, offset, field));
             } else if unit == Some('#') && layout.instance.is_none() {
@@ -136,17 +173,17 @@ struct Learned {
 }
 
 impl Learned {
-    /// The layout of the type's messages, `format`: read anew when FMTU named the instance
-    /// column after the first messages.
+    /// The layout of the type's messages, `format`, its units read in `formats`: read anew
+    /// when FMTU named the units after the first messages.
     #[inline]
-    fn layout(&mut self, format: &Format) -> &Layout {
+    fn layout(&mut self, format: &Format, formats: &Formats) -> &Layout {
         let with_units = format.unit_ids.is_some();
         if self
             .layout
             .as_ref()
             .is_none_or(|l| l.with_units != with_units)
         {
-            self.layout = Some(Layout::of(format));
+            self.layout = Some(Layout::of(format, formats));
         }
         self.layout.get_or_insert_with(Layout::default)
     }
@@ -168,6 +205,7 @@ impl Learned {
                 self.instances.push(Instance {
                     id,
                     columns: Vec::new(),
+                    held: Vec::new(),
                     recent: Vec::new(),
                 });
                 self.instances.len() - 1
@@ -179,7 +217,8 @@ impl Learned {
 }
 
 /// Judges the float columns of each message against what the log's earlier messages of its type
-/// and instance held, and learns from every accepted message (a suspect one too, so that a
+/// and instance held, and the bounded ones against their units, and learns from every accepted
+/// message (a suspect one too, so that a
 /// lasting change is doubted once, and a salvaged log that keeps it is judged the same).
 #[derive(Debug, Clone)]
 pub struct Judge {
@@ -209,15 +248,18 @@ impl Judge {
         self.clock = line_feed::Recent::default();
     }
 
-    /// The evidence against `message`'s values, if any; then learn them.
-    pub fn judge(&mut self, message: &Message<'_>) -> Option<Evidence> {
+    /// The evidence against `message`'s values, if any; then learn them. `formats` holds the
+    /// units.
+    pub fn judge(&mut self, message: &Message<'_>, formats: &Formats) -> Option<Evidence> {
         let format = message.format;
         let learned = &mut self.types[usize::from(format.type_id)];
-        if learned.layout(format).floats.is_empty() {
+        let layout = learned.layout(format, formats);
+        if layout.floats.is_empty() && layout.bounded.is_empty() {
             return None;
         }
         let body = message.body();
         let (layout, instance, learned) = learned.instance(body)?;
+        let field = |i: usize| column_name(&format.name, instance, format.columns.get(i));
         let columns = &mut learned.columns;
         columns.resize(layout.floats.len(), Column::default());
         let mut evidence = None;
@@ -229,25 +271,41 @@ impl Judge {
             let inside = x.abs() < column.top;
             let judged = !inside && column.values >= MIN_VALUES;
             if judged && evidence.is_none() {
-                let field = || column_name(&format.name, instance, format.columns.get(i));
                 evidence = match not_a_number::judge(column, x) {
-                    Some(rule) => Some(Evidence::seen(rule, Some(field()))),
+                    Some(rule) => Some(Evidence::seen(rule, Some(field(i)))),
                     None => value_range::judge(column, x).map(|(octaves, threshold)| {
-                        Evidence::new(value_range::RULE, Some(field()), octaves, threshold)
+                        Evidence::new(value_range::RULE, Some(field(i)), octaves, threshold)
                     }),
                 };
             }
             column.learn(x);
+        }
+        let held = &mut learned.held;
+        held.resize(layout.bounded.len(), Default::default());
+        for (held, b) in held.iter_mut().zip(&layout.bounded) {
+            let Some(x) = number_at(body, b.offset, b.ty) else {
+                continue;
+            };
+            if let Some((value, bound)) = held.judge(b.bounds, x * b.multiplier)
+                && evidence.is_none()
+            {
+                evidence = Some(Evidence::new(
+                    physical_range::RULE,
+                    Some(field(b.column)),
+                    value,
+                    bound,
+                ));
+            }
         }
         evidence
     }
 
     /// Learn the number columns of `message`, whose values are not in doubt, to read the line
     /// feeds of a text-mode copy by (see [`line_feed`]).
-    pub fn learn_numbers(&mut self, message: &Message<'_>) {
+    pub fn learn_numbers(&mut self, message: &Message<'_>, formats: &Formats) {
         let format = message.format;
         let learned = &mut self.types[usize::from(format.type_id)];
-        if learned.layout(format).numbers.is_empty() {
+        if learned.layout(format, formats).numbers.is_empty() {
             return;
         }
         let body = message.body();
@@ -268,7 +326,12 @@ impl Judge {
     /// columns' last values, and its time by the time of the messages before (see
     /// [`line_feed`]): true, with the message as it reads into `restored`, when a reading stands
     /// for each.
-    pub fn read_line_feeds(&mut self, message: &Message<'_>, restored: &mut [u8]) -> bool {
+    pub fn read_line_feeds(
+        &mut self,
+        message: &Message<'_>,
+        formats: &Formats,
+        restored: &mut [u8],
+    ) -> bool {
         let format = message.format;
         let bytes = message.bytes;
         let Some(restored) = restored.get_mut(..bytes.len()) else {
@@ -283,7 +346,7 @@ impl Judge {
             _ => None,
         };
         let learned = &mut self.types[usize::from(format.type_id)];
-        learned.layout(format);
+        learned.layout(format, formats);
         let Some((layout, _, learned)) = learned.instance(message.body()) else {
             return false;
         };
@@ -344,9 +407,9 @@ impl Judge {
 
     /// Note that `message` is kept with line feeds left in doubt: its columns learn nothing from
     /// it, and may have moved further by the next message of its type and instance.
-    pub fn miss(&mut self, message: &Message<'_>) {
+    pub fn miss(&mut self, message: &Message<'_>, formats: &Formats) {
         let learned = &mut self.types[usize::from(message.format.type_id)];
-        learned.layout(message.format);
+        learned.layout(message.format, formats);
         if let Some((_, _, learned)) = learned.instance(message.body()) {
             learned.recent.iter_mut().for_each(line_feed::Recent::miss);
         }
@@ -428,7 +491,7 @@ mod tests {
                     bytes: &bytes,
                     trust: Trust::Trusted,
                 };
-                judge.judge(&message)
+                judge.judge(&message, &Formats::default())
             })
             .collect()
     }
@@ -495,11 +558,11 @@ mod tests {
         };
         let (last, learned) = messages.split_last().unwrap();
         for bytes in learned {
-            judge.learn_numbers(&of(bytes));
+            judge.learn_numbers(&of(bytes), &Formats::default());
         }
         let mut restored = [0; 256];
         judge
-            .read_line_feeds(&of(last), &mut restored)
+            .read_line_feeds(&of(last), &Formats::default(), &mut restored)
             .then(|| restored[..last.len()].to_vec())
     }
 
