@@ -424,10 +424,20 @@ impl Judge {
 /// The number of type `ty` at `offset` in `body`, as a float.
 #[inline]
 fn number_at(body: &[u8], offset: usize, ty: FieldType) -> Option<f64> {
-    let (_, value) = field(ty, body.get(offset..)?).ok()?;
-    value
-        .as_float()
-        .or_else(|| value.as_integer().map(|v| v as f64))
+    use FieldType as T;
+    let bytes = |n: usize| body.get(offset..offset.checked_add(n)?);
+    Some(match ty {
+        T::I8 => i8::from_le_bytes(bytes(1)?.try_into().ok()?).into(),
+        T::U8 | T::FlightMode => bytes(1)?[0].into(),
+        T::I16 | T::I16Centi => i16::from_le_bytes(bytes(2)?.try_into().ok()?).into(),
+        T::U16 | T::U16Centi => u16::from_le_bytes(bytes(2)?.try_into().ok()?).into(),
+        T::I32 | T::I32Centi | T::LatLon => i32::from_le_bytes(bytes(4)?.try_into().ok()?).into(),
+        T::U32 | T::U32Centi => u32::from_le_bytes(bytes(4)?.try_into().ok()?).into(),
+        T::I64 => i64::from_le_bytes(bytes(8)?.try_into().ok()?) as f64,
+        T::U64 => u64::from_le_bytes(bytes(8)?.try_into().ok()?) as f64,
+        T::F32 | T::F64 | T::F16 => float_at(body, offset, ty)?,
+        T::Char4 | T::Char16 | T::Char64 | T::Int16Array => return None,
+    })
 }
 
 /// The float of type `ty` at `offset` in `body`.

@@ -1,8 +1,8 @@
 //! **physical-range** (suspect): a value its unit cannot take.
 //!
 //! What it sees: a column whose FMTU unit has bounds (a latitude within ±90°, a longitude
-//! within ±180°, a pulse width of [`MAX_PULSE_US`] µs at most, a temperature above absolute
-//! zero) reading past them, its stored value scaled by its FMTU multiplier (`-`, "none", counts
+//! within ±180°, a pulse width of [`MAX_PULSE_US`] µs at most, a speed of [`MAX_RPM`] rpm at
+//! most either way, a temperature above absolute zero) reading past them, its stored value scaled by its FMTU multiplier (`-`, "none", counts
 //! as 1). The column of that type and instance must have held [`MIN_VALUES`](super::MIN_VALUES)
 //! values first, all inside: a column whose unit id the log gave two labels, or that a logger
 //! labels loosely, shows it from its first values and is not judged. A unit id the log gave
@@ -16,7 +16,8 @@
 //!
 //! Calibration (every clean real ArduPilot log, `tests/suite/clean_flights.rs`): latitudes reach
 //! 52.5° (0.58 of the bound), longitudes 77.6° (0.43), pulse widths 2,006 µs (0.50), temperatures
-//! stay above 0 °C. The rule yields suspect only.
+//! stay above 0 °C; the one log with ESC speeds reads 0 rpm throughout, so that bound rests on
+//! physics alone. The rule yields suspect only.
 
 use crate::report::Rule;
 
@@ -25,6 +26,9 @@ pub const RULE: Rule = Rule::PhysicalRange;
 
 /// The widest pulse taken for a servo or ESC signal: they span 500 to 2,500 µs.
 pub const MAX_PULSE_US: f64 = 4000.0;
+
+/// The fastest a motor or rotor is taken to turn: turbines reach 150,000 rpm.
+pub const MAX_RPM: f64 = 1_000_000.0;
 
 /// Absolute zero, in degrees Celsius.
 const ABSOLUTE_ZERO_C: f64 = -273.15;
@@ -45,6 +49,7 @@ fn bounds_of(label: &str) -> Option<(f64, f64)> {
         "deglatitude" => Some((-90.0, 90.0)),
         "deglongitude" => Some((-180.0, 180.0)),
         "us" => Some((0.0, MAX_PULSE_US)),
+        "rpm" => Some((-MAX_RPM, MAX_RPM)),
         "degC" => Some((ABSOLUTE_ZERO_C, f64::INFINITY)),
         _ => None,
     }
@@ -102,6 +107,9 @@ mod tests {
         let mut pwm = vec![1100.0; MIN_VALUES as usize];
         pwm.extend([65356.0, f64::NAN]);
         assert_eq!(judge_all("us", &pwm)[8..], [Some((65356, 4000)), None]);
+        let mut spin = vec![0.0; MIN_VALUES as usize];
+        spin.push(-1.47e7);
+        assert_eq!(judge_all("rpm", &spin)[8], Some((-14_700_000, -1_000_000)));
         let mut cold = vec![-40.0; MIN_VALUES as usize];
         cold.push(-300.0);
         assert_eq!(judge_all("degC", &cold)[8], Some((-300, -273)));
