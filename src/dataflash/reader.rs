@@ -540,7 +540,18 @@ impl Scanner<'_> {
             // A message cut by the end of the data.
             return Witness::End;
         };
-        if format.role == Role::Fmt || !self.ends_in_sync(at + len, None) {
+        if format.role == Role::Fmt {
+            // The note a salvage appends on the line feeds it read (a FMT and one message of
+            // it) is no witness: the data ends before it.
+            let note = self.data.get(at + len..self.tail_start).unwrap_or_default();
+            return match note.len() <= MAX_MESSAGE_LEN as usize
+                && (says_line_feeds_stand(note) || says_line_feeds_in_doubt(note))
+            {
+                true => Witness::End,
+                false => Witness::Unfit,
+            };
+        }
+        if !self.ends_in_sync(at + len, None) {
             return Witness::Unfit;
         }
         let message = Message {
