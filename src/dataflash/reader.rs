@@ -745,14 +745,15 @@ impl Scanner<'_> {
             let body = &bytes[HEADER_LEN..];
             // A format-defining message is read only if its definition is accepted.
             let defined = if format.role == Role::Fmt {
-                // No logger makes the FMT type anything but FMT: a definition that would is
-                // damaged (a flipped bit in the first message's name), not the end of every
-                // definition after it.
+                // No logger makes the FMT type anything but FMT, nor a FMT whose messages cannot
+                // be read: a definition that would is damaged (a flipped bit in the first
+                // message's name), not the end of every definition after it.
                 let unmakes_fmt = |d: &Definition| {
                     self.rules == Rules::Thorough
-                        && d.format
-                            .as_ref()
-                            .is_some_and(|f| f.type_id == FMT_TYPE && !f.defines_formats())
+                        && d.format.as_ref().is_some_and(|f| {
+                            f.type_id == FMT_TYPE
+                                && (!f.defines_formats() || f.message_len().is_none())
+                        })
                 };
                 match read_definition(&mut self.problems, pos, format, body) {
                     Ok(definition) if !unmakes_fmt(&definition) => Some(definition),
