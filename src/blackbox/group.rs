@@ -56,7 +56,9 @@ pub struct LineFeedValue {
     /// so it wraps.
     pub delta: i64,
     /// Whether that carriage return is one the copy took away (CR LF read as LF), not one it
-    /// turned into the line feed.
+    /// turned into the line feed: the two readings of a line feed, judged apart. Once the group
+    /// reads the line feed otherwise, the flag of the reading it took marks the line feed as it
+    /// was read.
     pub pair: bool,
 }
 
@@ -634,6 +636,49 @@ mod tests {
         g.read_carriage_returns(&around, &previous, &[0], [0, 2]);
         assert_eq!(field_0(&g), [10, 22, 22, 22]);
         assert_eq!(g.first_unsettled_line_feeds(&around, &previous, 0).0, 1);
+    }
+
+    #[test]
+    fn each_reading_of_a_line_feed_is_judged_on_its_own() {
+        // A line feed that was a carriage return (-12, runs flat) or a CR LF pair that lost its
+        // CR (+4000): taken together, the pair's leap would make the line feed look right.
+        let around = Neighbours {
+            next: Some(&[10]),
+            ..Neighbours::default()
+        };
+        let previous = [Predictor::Previous];
+        let mut g = group(&[10, 22, 22, 22], &[(1, -12)]);
+        let pair = LineFeedValue {
+            offset: 15,
+            field: 0,
+            delta: 4000,
+            pair: true,
+        };
+        g.line_feeds.push((1, pair));
+        assert_eq!(g.first_unsettled_line_feeds(&around, &previous, 0).0, 1);
+        g.read_carriage_returns(&around, &previous, &[0], [1, 2]);
+        assert_eq!(field_0(&g), [10, 10, 10, 10]);
+        // The line feed and the pair are now the other readings, each as far from the carriage
+        // return as it is: the frames stand.
+        let deltas: Vec<_> = g
+            .line_feeds
+            .iter()
+            .map(|(_, v)| (v.pair, v.delta))
+            .collect();
+        assert_eq!(deltas, [(false, 12), (true, 4012)]);
+        assert_eq!(g.first_unsettled_line_feeds(&around, &previous, 0).0, 4);
+        // Where the pair is the better reading, the carriage return stays one to judge by.
+        let mut g = group(&[10, 22, 22, 22], &[(1, -20)]);
+        g.line_feeds.push((1, LineFeedValue { delta: -12, ..pair }));
+        g.read_carriage_returns(&around, &previous, &[0], [1, 2]);
+        assert_eq!(field_0(&g), [10, 10, 10, 10]);
+        let deltas: Vec<_> = g
+            .line_feeds
+            .iter()
+            .map(|(_, v)| (v.pair, v.delta))
+            .collect();
+        assert_eq!(deltas, [(true, 12), (false, -8)]);
+        assert_eq!(g.first_unsettled_line_feeds(&around, &previous, 0).0, 4);
     }
 
     #[test]

@@ -1,13 +1,14 @@
 //! In a text-mode copy each line feed may have been a carriage return or a CR LF pair. A main
-//! frame whose values would differ had a line feed been a carriage return notes those values;
-//! the group reads the line feed as whichever reading joins the frames around them better, and
-//! the reading stands where it does so by [`LINE_FEED_MARGIN`], over at least
-//! [`MIN_LINE_FEED_STEPS`] steps (or one step from a kept frame before the group). Otherwise the
-//! frames from there on are suspect (`line-feed`), or refused (`newline-converted`) where the
-//! iteration or time rests on the line feed. Calibration (`docs/quality.md`): at 1.75× the
-//! text-mode copies of 14 real logs keep 65.8 % of their intact frames and 1,280 materially wrong
-//! frames trusted, against 63.8 % and 913 at 2×, 68.1 % and 1,556 at 1.5×; 1.75× is the highest
-//! margin that keeps 65 %. Clean logs are never read this way.
+//! frame whose values would differ had a line feed been a carriage return (or a pair) notes those
+//! values, each reading apart; the group reads the line feed as whichever reading joins the
+//! frames around them best, and the reading stands where it does so by [`LINE_FEED_MARGIN`]
+//! against each other reading, over at least [`MIN_LINE_FEED_STEPS`] steps (or one step from a
+//! kept frame before the group). Otherwise the frames from there on are suspect (`line-feed`), or
+//! refused (`newline-converted`) where the iteration or time rests on the line feed. Calibration
+//! (`docs/quality.md`): at 1.75× the text-mode copies of 14 real logs keep 65.7 % of their intact
+//! frames and 1,217 materially wrong frames trusted, against 63.7 % and 878 at 2×, 68.0 % and
+//! 1,487 at 1.5×; 1.75× is the highest margin that keeps 65 %. Clean logs are never read this
+//! way.
 
 use super::p_frame_offset::carried_error;
 use crate::blackbox::frame::FrameKind;
@@ -35,14 +36,29 @@ impl Group {
     }
 
     /// The line feeds noted, one at a time: the range of [`Group::line_feeds`] holding the values
-    /// of each (one item, one offset).
+    /// of each (one item, one offset), every reading of it.
     fn each_line_feed(&self) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
+        self.runs(|(item, v)| (*item, v.offset))
+    }
+
+    /// The other readings of the line feeds noted, one at a time: the range of
+    /// [`Group::line_feeds`] holding the values of each (a line feed may have been a carriage
+    /// return, or a CR LF pair that lost its CR: two readings of one line feed).
+    fn each_reading(&self) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
+        self.runs(|(item, v)| (*item, v.offset, v.pair))
+    }
+
+    /// The runs of [`Group::line_feeds`] that share a `key`.
+    fn runs<'a, K: PartialEq>(
+        &'a self,
+        key: impl Fn(&(usize, LineFeedValue)) -> K + 'a,
+    ) -> impl Iterator<Item = std::ops::Range<usize>> + 'a {
         let mut i = 0;
         std::iter::from_fn(move || {
-            let &(item, lf) = self.line_feeds.get(i)?;
+            let first = key(self.line_feeds.get(i)?);
             let count = self.line_feeds[i..]
                 .iter()
-                .take_while(|(it, v)| *it == item && v.offset == lf.offset)
+                .take_while(|v| key(v) == first)
                 .count();
             i += count;
             Some(i - count..i)
@@ -65,11 +81,12 @@ impl Group {
         (read, other, enough)
     }
 
-    /// Read as carriage returns the line feeds whose carriage-return values join their neighbours
-    /// better: their values, and those of the P frames predicted from them, become what the
-    /// carriage return gives (the line feed is then the other reading). Whether the reading
-    /// stands is judged after, by [`LINE_FEED_MARGIN`]. Line feeds that would change a field of
-    /// `timing` (the iteration and time) are left alone.
+    /// Read each line feed as whichever other reading (a carriage return, a CR LF pair) joins
+    /// its neighbours best, where one joins them better than the line feed: its values, and those
+    /// of the P frames predicted from them, become what that reading gives (the line feed is then
+    /// one of the other readings). Whether the reading stands is judged after, by
+    /// [`LINE_FEED_MARGIN`]. Readings that would change a field of `timing` (the iteration and
+    /// time) are left alone.
     pub fn read_carriage_returns(
         &mut self,
         around: &Neighbours<'_>,
@@ -81,25 +98,98 @@ impl Group {
             return;
         }
         let feeds: Vec<_> = self.each_line_feed().collect();
-        for range in feeds {
-            let values = &self.line_feeds[range.clone()];
-            let (item, first) = values[0];
-            if values
+        // Rereading a line feed may change the count of its values (those after it move).
+        let mut moved = 0isize;
+        for feed in feeds {
+            let feed =
+                feed.start.saturating_add_signed(moved)..feed.end.saturating_add_signed(moved);
+            let item = self.line_feeds[feed.start].0;
+            // Where no reading stands, the frames are kept in doubt with the best one.
+            let mut best: Option<(f64, std::ops::Range<usize>)> = None;
+            for reading in self.readings_in(feed.clone()) {
+                let values = &self.line_feeds[reading.clone()];
+                if values.iter().any(|(_, v)| timing.contains(&v.field)) {
+                    continue;
+                }
+                let (read, other, _) = self.judge(item, values, around, predictors);
+                if other < read && best.as_ref().is_none_or(|(b, _)| other < *b) {
+                    best = Some((other, reading));
+                }
+            }
+            let Some((_, chosen)) = best else {
+                continue;
+            };
+            self.reread(item, chosen.clone(), predictors, high_bits);
+            let values = self.read_instead(feed.clone(), chosen);
+            moved += values.len() as isize - feed.len() as isize;
+            self.line_feeds.splice(feed, values);
+        }
+    }
+
+    /// The ranges of the readings of one line feed, `feed`.
+    fn readings_in(&self, feed: std::ops::Range<usize>) -> Vec<std::ops::Range<usize>> {
+        self.each_reading()
+            .filter(|r| r.start >= feed.start && r.end <= feed.end)
+            .collect()
+    }
+
+    /// The values of the line feed `feed` once its reading `chosen` is the one read: that
+    /// reading's differences turn round (the line feed as it was read is now the other
+    /// reading), and each other reading's become the differences from it.
+    fn read_instead(
+        &self,
+        feed: std::ops::Range<usize>,
+        chosen: std::ops::Range<usize>,
+    ) -> Vec<(usize, LineFeedValue)> {
+        let chosen_values = &self.line_feeds[chosen.clone()];
+        let delta_in = |values: &[(usize, LineFeedValue)], field: usize| {
+            values
                 .iter()
-                .any(|(_, v)| v.pair != first.pair || timing.contains(&v.field))
-            {
+                .find(|(_, v)| v.field == field)
+                .map_or(0, |(_, v)| v.delta)
+        };
+        let mut out: Vec<(usize, LineFeedValue)> = chosen_values
+            .iter()
+            .map(|&(item, v)| {
+                (
+                    item,
+                    LineFeedValue {
+                        delta: -v.delta,
+                        ..v
+                    },
+                )
+            })
+            .collect();
+        for reading in self.readings_in(feed) {
+            if reading == chosen {
                 continue;
             }
-            // Where neither reading stands, the frames are kept in doubt with the better one.
-            let (read, other, _) = self.judge(item, values, around, predictors);
-            if other >= read {
-                continue;
-            }
-            self.reread(item, range.clone(), predictors, high_bits);
-            for (_, v) in &mut self.line_feeds[range] {
-                v.delta = -v.delta;
+            let values = &self.line_feeds[reading];
+            let (item, first) = values[0];
+            let mut fields: Vec<usize> = values
+                .iter()
+                .chain(chosen_values)
+                .map(|(_, v)| v.field)
+                .collect();
+            fields.sort_unstable();
+            fields.dedup();
+            for field in fields {
+                let delta = delta_in(values, field) - delta_in(chosen_values, field);
+                // Values are 32 bits wide: the step between them wraps.
+                let delta = i64::from(delta as i32);
+                if delta != 0 {
+                    out.push((
+                        item,
+                        LineFeedValue {
+                            field,
+                            delta,
+                            ..first
+                        },
+                    ));
+                }
             }
         }
+        out
     }
 
     /// Give `item` the values the line feed `feed` of [`Group::line_feeds`] has as a carriage
@@ -163,7 +253,7 @@ impl Group {
         field: usize,
     ) -> (usize, usize) {
         let (mut first, mut first_in_field) = (self.items.len(), self.items.len());
-        for range in self.each_line_feed() {
+        for range in self.each_reading() {
             let values = &self.line_feeds[range];
             let item = values[0].0;
             let in_field = values.iter().any(|(_, v)| v.field == field);
@@ -189,7 +279,7 @@ impl Group {
         predictors: &[Predictor],
         doubts: &mut Vec<(usize, i64)>,
     ) {
-        for range in self.each_line_feed() {
+        for range in self.each_reading() {
             let values = &self.line_feeds[range];
             let item = values[0].0;
             if self.settled(item, values, around, predictors) {
