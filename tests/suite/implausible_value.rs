@@ -1,6 +1,6 @@
-//! A main frame holding a motor output, throttle or battery voltage its field cannot take (what a byte dropped or inserted
-//! inside the frame leaves when the frame still reads in step) is refused, and so are the P frames
-//! predicted from it. So is a slow frame holding a failsafe phase or a receiver flag its field
+//! A main frame holding a motor output, throttle, battery voltage or sensor reading its field
+//! cannot take (what a byte dropped or inserted inside the frame leaves when the frame still reads
+//! in step) is refused, and so are the P frames predicted from it. So is a slow frame holding a failsafe phase or a receiver flag its field
 //! cannot take (garbage read as a slow frame).
 
 use crate::common;
@@ -77,7 +77,7 @@ fn only_span(data: &[u8]) -> Option<(DamageReason, u64)> {
 }
 
 #[test]
-fn throttle_and_battery_voltage_have_bounds_too() {
+fn throttle_battery_voltage_and_sensors_have_bounds_too() {
     let implausible = |at: usize| Some((DamageReason::ImplausibleValue, at as u64));
     // Throttle: twice `maxthrottle`, when the header declares it.
     let (data, _) = rewrite_field("158,2047", Some(2000), "rcCommand[3]", 41, 4000);
@@ -91,6 +91,16 @@ fn throttle_and_battery_voltage_have_bounds_too() {
     assert_eq!(only_span(&data), None);
     let (data, at) = rewrite_field("158,2047", None, "vbatLatest", 41, 65536);
     assert_eq!(only_span(&data), implausible(at));
+    // Gyro and accelerometer: 16-bit integers in every firmware.
+    for field in ["gyroADC[1]", "accSmooth[2]"] {
+        for value in [32768, -32768] {
+            let (data, _) = rewrite_field("158,2047", None, field, 41, value);
+            assert_eq!(only_span(&data), None, "{field} {value}");
+            let beyond = value + value.signum();
+            let (data, at) = rewrite_field("158,2047", None, field, 41, beyond);
+            assert_eq!(only_span(&data), implausible(at), "{field} {beyond}");
+        }
+    }
 }
 
 #[test]

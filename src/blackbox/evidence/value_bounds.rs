@@ -6,6 +6,21 @@
 use crate::blackbox::frame::FrameKind;
 use crate::blackbox::header::Header;
 
+/// Fields (by the start of their names) that every firmware keeps in 16-bit integers: gyro,
+/// accelerometer and compass readings, stick commands and setpoints, servo outputs.
+const SIXTEEN_BIT_FIELDS: [&str; 7] = [
+    "gyroADC[",
+    "gyroUnfilt[",
+    "accSmooth[",
+    "magADC[",
+    "rcCommand[",
+    "setpoint[",
+    "servo[",
+];
+
+/// The largest magnitude of a signed 16-bit integer.
+const SIXTEEN_BIT_BOUND: u64 = 1 << 15;
+
 /// The fields of `kind` (main or slow) whose values are bounded, each with the largest size it can
 /// take either way. Real logs stay well inside; a value further out (a byte dropped or inserted
 /// inside the frame, read in step, or garbage read as a frame) is damage.
@@ -15,6 +30,10 @@ use crate::blackbox::header::Header;
 /// - throttle (`rcCommand[3]`): twice `maxthrottle`;
 /// - battery voltage (`vbatLatest`, INAV's `vbat`): 65535, as every firmware logs it in 16 bits
 ///   (ADC counts or hundredths of a volt);
+/// - the sensors and commands ([`SIXTEEN_BIT_FIELDS`]) otherwise, when declared signed: 32768,
+///   as every firmware keeps them in 16-bit integers between reading and logging (Betaflight 2
+///   to 2025.12, Cleanflight, INAV, EmuFlight, Rotorflight and Indiflight alike; clean logs
+///   saturate at 32,765, accelerometers in a crash);
 /// - the failsafe phase (`failsafePhase`): 15, as the firmwares number their phases below 8;
 /// - the receiver flags (`rxSignalReceived`, `rxFlightChannelsValid`): 1.
 ///
@@ -46,6 +65,9 @@ pub(in crate::blackbox) fn value_bounds(header: &Header, kind: FrameKind) -> Vec
                 .strip_prefix("motor[")
                 .and_then(|rest| rest.strip_suffix(']'))
                 .is_some_and(|n| n.parse::<u8>().is_ok());
+            let sixteen_bit = kind == FrameKind::I
+                && SIXTEEN_BIT_FIELDS.iter().any(|p| name.starts_with(p))
+                && def.fields.get(i).is_some_and(|f| f.signed);
             let bound = match (kind, name.as_str()) {
                 (FrameKind::I, _) if is_motor => highest_motor.map(|h| 2 * h),
                 (FrameKind::I, "rcCommand[3]") => max_throttle.map(|h| 2 * h),
@@ -54,7 +76,9 @@ pub(in crate::blackbox) fn value_bounds(header: &Header, kind: FrameKind) -> Vec
                 (FrameKind::S, "rxSignalReceived" | "rxFlightChannelsValid") => Some(1),
                 _ => None,
             };
-            bound.map(|b| (i, b))
+            bound
+                .or(sixteen_bit.then_some(SIXTEEN_BIT_BOUND))
+                .map(|b| (i, b))
         })
         .collect()
 }
