@@ -1158,13 +1158,15 @@ fn a_float_far_outside_its_column_is_kept_marked_suspect() {
 }
 
 #[test]
-fn a_float_column_turning_nan_is_suspect_once() {
+fn a_float_column_turning_to_a_nan_no_arithmetic_makes_is_suspect_once() {
     let dir = TempDir::new("df-nan");
-    let mut log = baro_log(f32::NAN);
+    // A signalling NaN: bytes from elsewhere, never a computation's result.
+    let signalling = f32::from_bits(0x7FA0_0001);
+    let mut log = baro_log(signalling);
     // It reads NaN from then on: doubted at the first only.
     let mut t = 500_000u64;
     for _ in 0..5 {
-        log.extend(baro(t, f32::NAN));
+        log.extend(baro(t, signalling));
         t += 10_000;
     }
     let path = write(&dir, "nan.bin", &log);
@@ -1176,6 +1178,11 @@ fn a_float_column_turning_nan_is_suspect_once() {
     assert_eq!(spans[0]["evidence"]["score"], 1.0);
     // Within range again after it: trusted.
     let (_, clean) = check_json(&write(&dir, "fine.bin", &baro_log(30.0)));
+    assert_eq!(clean["verdict"], "clean");
+    // A quiet NaN, what a computation makes of a quantity it does not know, for one message
+    // (a real ArduCopter 4.7 log's `AHR2.Alt`): flight.
+    let quiet = f32::from_bits(0x7FC0_4152);
+    let (_, clean) = check_json(&write(&dir, "quiet.bin", &baro_log(quiet)));
     assert_eq!(clean["verdict"], "clean");
 }
 

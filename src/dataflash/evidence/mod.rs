@@ -271,7 +271,8 @@ impl Judge {
             let inside = x.abs() < column.top;
             let judged = !inside && column.values >= MIN_VALUES;
             if judged && evidence.is_none() {
-                evidence = match not_a_number::judge(column, x) {
+                let signalling = || not_a_number::signalling_nan(body, offset, ty);
+                evidence = match not_a_number::judge(column, x, signalling) {
                     Some(rule) => Some(Evidence::seen(rule, Some(field(i)))),
                     None => value_range::judge(column, x).map(|(octaves, threshold)| {
                         Evidence::new(value_range::RULE, Some(field(i)), octaves, threshold)
