@@ -71,6 +71,16 @@ impl NewlineCounts {
         self.line_feeds
     }
 
+    /// Carriage returns counted so far.
+    pub fn carriage_returns(&self) -> usize {
+        self.carriage_returns
+    }
+
+    /// Bytes counted so far.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
     /// Whether the data counted so far reads as a Windows → Unix text-mode copy (see
     /// [`is_newline_converted`]).
     pub fn is_newline_converted(&self) -> bool {
