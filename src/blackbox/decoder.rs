@@ -6,7 +6,7 @@
 //! a rejected frame makes P frames unusable until an I frame validates.
 
 use super::codec::{CodecErrorKind, Encoding};
-use super::event::{Event, EventError};
+use super::event::{Dialect, Event, EventError};
 use super::evidence::gps_track::{GpsFields, GpsFix};
 use super::evidence::listed_suspect::SuspectFrames;
 use super::evidence::p_frame_offset::Motion;
@@ -618,7 +618,12 @@ impl<'a> SessionDecoder<'a> {
     fn decode(&mut self, kind: FrameKind, body: &[u8]) -> Result<(Decoded, usize), CodecErrorKind> {
         let header = self.header;
         if kind == FrameKind::E {
-            return match Event::decode(body, header.firmware) {
+            // The reference decoders know Betaflight's and INAV's events only.
+            let dialect = match (Dialect::of(header), self.validation) {
+                (Dialect::Rotorflight, Validation::Reference) => Dialect::Betaflight,
+                (dialect, _) => dialect,
+            };
+            return match Event::decode(body, dialect) {
                 Ok((event, len)) => Ok((Decoded::Event(event), len)),
                 Err(EventError::UnknownId(_)) => Ok((Decoded::UnknownEvent, 1)),
                 Err(EventError::Codec(e)) => Err(e.kind),

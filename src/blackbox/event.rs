@@ -2,7 +2,7 @@
 
 use super::codec::varint::{signed_vb, unsigned_vb, write_signed_vb, write_unsigned_vb};
 use super::codec::{CodecError, CodecErrorKind, CodecResult, byte, bytes};
-use super::header::Firmware;
+use super::header::{Firmware, Header};
 use nom::bytes::complete::tag;
 use nom::character::complete::u32 as dec_u32;
 
@@ -47,6 +47,12 @@ pub enum Event {
     TwitchTest { stage: u8, value: f32 },
     /// 40 (INAV): the IMU failed.
     ImuFailure { code: u32 },
+    /// 50 (Rotorflight): the governor's state changed.
+    GovernorState { state: u32 },
+    /// 51 (Rotorflight): the rescue's state changed.
+    RescueState { state: u32 },
+    /// 52 (Rotorflight): the craft took off or landed.
+    AirborneState { state: u32 },
     /// 255: the log ends here; INAV adds the disarm reason.
     LogEnd { disarm_reason: Option<u32> },
 }
@@ -70,7 +76,36 @@ pub mod id {
     pub const GTUNE_CYCLE_RESULT: u8 = 20;
     pub const FLIGHT_MODE: u8 = 30;
     pub const TWITCH_TEST_OR_IMU_FAILURE: u8 = 40;
+    pub const GOVERNOR_STATE: u8 = 50;
+    pub const RESCUE_STATE: u8 = 51;
+    pub const AIRBORNE_STATE: u8 = 52;
     pub const LOG_END: u8 = 255;
+}
+
+/// Whose event ids a log's E frames use: past Betaflight's, an id means what its firmware says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// Betaflight's, Cleanflight's and their forks' (40: a twitch test).
+    Betaflight,
+    /// INAV's (40: an IMU failure).
+    Inav,
+    /// Rotorflight's: Betaflight's, and 50 to 52 for its governor's, rescue's and airborne
+    /// states.
+    Rotorflight,
+}
+
+impl Dialect {
+    /// The event ids of the firmware `header` names.
+    pub fn of(header: &Header) -> Dialect {
+        let revision = header.firmware_revision.as_deref().unwrap_or("");
+        if header.firmware == Firmware::Inav {
+            Dialect::Inav
+        } else if revision.starts_with("Rotorflight") {
+            Dialect::Rotorflight
+        } else {
+            Dialect::Betaflight
+        }
+    }
 }
 
 /// Why an E frame could not be decoded.
@@ -104,7 +139,7 @@ fn log_end(input: &[u8]) -> CodecResult<'_, Option<u32>> {
 
 impl Event {
     /// Decode the bytes after an `E` type byte; returns the event and the bytes it took.
-    pub fn decode(body: &[u8], firmware: Firmware) -> Result<(Event, usize), EventError> {
+    pub fn decode(body: &[u8], dialect: Dialect) -> Result<(Event, usize), EventError> {
         let codec = |e: nom::Err<CodecError>| match e {
             nom::Err::Error(e) | nom::Err::Failure(e) => EventError::Codec(e),
             nom::Err::Incomplete(_) => EventError::Codec(CodecError {
@@ -113,12 +148,12 @@ impl Event {
             }),
         };
         let (input, event_id) = byte(body).map_err(codec)?;
-        let (rest, event) = Event::payload(event_id, input, firmware).map_err(codec)?;
+        let (rest, event) = Event::payload(event_id, input, dialect).map_err(codec)?;
         let event = event.ok_or(EventError::UnknownId(event_id))?;
         Ok((event, body.len() - rest.len()))
     }
 
-    fn payload(id: u8, input: &[u8], firmware: Firmware) -> CodecResult<'_, Option<Event>> {
+    fn payload(id: u8, input: &[u8], dialect: Dialect) -> CodecResult<'_, Option<Event>> {
         let (rest, event) = match id {
             id::SYNC_BEEP => {
                 let (r, time) = unsigned_vb(input)?;
@@ -196,7 +231,7 @@ impl Event {
                 let (r, last_flags) = unsigned_vb(r)?;
                 (r, Event::FlightMode { flags, last_flags })
             }
-            id::TWITCH_TEST_OR_IMU_FAILURE if firmware == Firmware::Inav => {
+            id::TWITCH_TEST_OR_IMU_FAILURE if dialect == Dialect::Inav => {
                 let (r, code) = unsigned_vb(input)?;
                 (r, Event::ImuFailure { code })
             }
@@ -204,6 +239,17 @@ impl Event {
                 let (r, stage) = byte(input)?;
                 let (r, value) = f32le(r)?;
                 (r, Event::TwitchTest { stage, value })
+            }
+            id::GOVERNOR_STATE | id::RESCUE_STATE | id::AIRBORNE_STATE
+                if dialect == Dialect::Rotorflight =>
+            {
+                let (r, state) = unsigned_vb(input)?;
+                let event = match id {
+                    id::GOVERNOR_STATE => Event::GovernorState { state },
+                    id::RESCUE_STATE => Event::RescueState { state },
+                    _ => Event::AirborneState { state },
+                };
+                (r, event)
             }
             id::LOG_END => {
                 let (r, disarm_reason) = log_end(input)?;
@@ -227,6 +273,9 @@ impl Event {
             Event::GtuneCycleResult { .. } => id::GTUNE_CYCLE_RESULT,
             Event::FlightMode { .. } => id::FLIGHT_MODE,
             Event::TwitchTest { .. } | Event::ImuFailure { .. } => id::TWITCH_TEST_OR_IMU_FAILURE,
+            Event::GovernorState { .. } => id::GOVERNOR_STATE,
+            Event::RescueState { .. } => id::RESCUE_STATE,
+            Event::AirborneState { .. } => id::AIRBORNE_STATE,
             Event::LogEnd { .. } => id::LOG_END,
         }
     }
@@ -245,6 +294,9 @@ impl Event {
             Event::FlightMode { .. } => "flight_mode",
             Event::TwitchTest { .. } => "twitch_test",
             Event::ImuFailure { .. } => "imu_failure",
+            Event::GovernorState { .. } => "governor_state",
+            Event::RescueState { .. } => "rescue_state",
+            Event::AirborneState { .. } => "airborne_state",
             Event::LogEnd { .. } => "log_end",
         }
     }
@@ -298,6 +350,9 @@ impl Event {
             }
             Event::TwitchTest { stage, value } => json!({ "stage": stage, "value": value }),
             Event::ImuFailure { code } => json!({ "code": code }),
+            Event::GovernorState { state } => json!({ "govState": state }),
+            Event::RescueState { state } => json!({ "rescueState": state }),
+            Event::AirborneState { state } => json!({ "airborneState": state }),
             Event::LogEnd { disarm_reason } => match disarm_reason {
                 Some(r) => json!({ "disarmReason": r }),
                 None => json!({}),
@@ -367,6 +422,9 @@ impl Event {
                 out.extend_from_slice(&value.to_le_bytes());
             }
             Event::ImuFailure { code } => write_unsigned_vb(out, code),
+            Event::GovernorState { state }
+            | Event::RescueState { state }
+            | Event::AirborneState { state } => write_unsigned_vb(out, state),
             Event::LogEnd { disarm_reason } => match disarm_reason {
                 Some(r) => {
                     out.extend_from_slice(format!("End of log (disarm reason:{r})\0").as_bytes())
@@ -384,7 +442,7 @@ mod tests {
     #[test]
     fn every_event_round_trips() {
         let events = [
-            (Event::SyncBeep { time: 123456 }, Firmware::Betaflight),
+            (Event::SyncBeep { time: 123456 }, Dialect::Betaflight),
             (
                 Event::AutotuneCycleStart {
                     phase: 1,
@@ -394,7 +452,7 @@ mod tests {
                     i: 30,
                     d: 20,
                 },
-                Firmware::Cleanflight,
+                Dialect::Betaflight,
             ),
             (
                 Event::AutotuneCycleResult {
@@ -403,7 +461,7 @@ mod tests {
                     i: 3,
                     d: 4,
                 },
-                Firmware::Cleanflight,
+                Dialect::Betaflight,
             ),
             (
                 Event::AutotuneTargets {
@@ -413,71 +471,74 @@ mod tests {
                     first_peak_angle: 300,
                     second_peak_angle: -5,
                 },
-                Firmware::Cleanflight,
+                Dialect::Betaflight,
             ),
             (
                 Event::InflightAdjustment {
                     function: 5,
                     value: AdjustmentValue::Int(-7),
                 },
-                Firmware::Betaflight,
+                Dialect::Betaflight,
             ),
             (
                 Event::InflightAdjustment {
                     function: 6,
                     value: AdjustmentValue::Float(1.5),
                 },
-                Firmware::Betaflight,
+                Dialect::Betaflight,
             ),
             (
                 Event::LoggingResume {
                     iteration: 9000,
                     time: 77_000_000,
                 },
-                Firmware::Betaflight,
+                Dialect::Betaflight,
             ),
-            (Event::Disarm { reason: 4 }, Firmware::Betaflight),
+            (Event::Disarm { reason: 4 }, Dialect::Betaflight),
             (
                 Event::GtuneCycleResult {
                     axis: 2,
                     gyro_avg: -50,
                     new_p: 45,
                 },
-                Firmware::Cleanflight,
+                Dialect::Betaflight,
             ),
             (
                 Event::FlightMode {
                     flags: 5,
                     last_flags: 1,
                 },
-                Firmware::Inav,
+                Dialect::Inav,
             ),
             (
                 Event::TwitchTest {
                     stage: 3,
                     value: 0.25,
                 },
-                Firmware::Betaflight,
+                Dialect::Betaflight,
             ),
-            (Event::ImuFailure { code: 2 }, Firmware::Inav),
+            (Event::ImuFailure { code: 2 }, Dialect::Inav),
+            (Event::GovernorState { state: 4 }, Dialect::Rotorflight),
+            (Event::RescueState { state: 1 }, Dialect::Rotorflight),
+            (Event::AirborneState { state: 300 }, Dialect::Rotorflight),
             (
                 Event::LogEnd {
                     disarm_reason: None,
                 },
-                Firmware::Betaflight,
+                Dialect::Betaflight,
             ),
             (
                 Event::LogEnd {
                     disarm_reason: Some(4),
                 },
-                Firmware::Inav,
+                Dialect::Inav,
             ),
         ];
-        for (event, firmware) in events {
+        for (event, dialect) in events {
             let mut out = Vec::new();
             event.encode(&mut out);
             assert_eq!(
-                Event::decode(&out[1..], firmware),
+                Event::decode(&out[1..], dialect),
                 Ok((event.clone(), out.len() - 1)),
                 "{event:?}"
             );
@@ -487,10 +548,15 @@ mod tests {
     #[test]
     fn unknown_ids_and_bad_end_markers_are_errors() {
         assert_eq!(
-            Event::decode(&[77, 1, 2], Firmware::Betaflight),
+            Event::decode(&[77, 1, 2], Dialect::Betaflight),
             Err(EventError::UnknownId(77))
         );
-        assert!(Event::decode(b"\xFFEnd of lag\0", Firmware::Betaflight).is_err());
-        assert!(Event::decode(b"\xFFEnd of log (disarm reason:x)\0", Firmware::Inav).is_err());
+        assert!(Event::decode(b"\xFFEnd of lag\0", Dialect::Betaflight).is_err());
+        assert!(Event::decode(b"\xFFEnd of log (disarm reason:x)\0", Dialect::Inav).is_err());
+        // Rotorflight's ids are its own.
+        assert_eq!(
+            Event::decode(&[50, 4], Dialect::Betaflight),
+            Err(EventError::UnknownId(50))
+        );
     }
 }

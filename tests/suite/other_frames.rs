@@ -138,3 +138,64 @@ fn a_frame_between_two_damaged_stretches_is_refused() {
     let (got, _) = decode(&damaged);
     assert!(got.0.iter().any(|f| f.0 == FrameKind::H && f.1 == home.1));
 }
+
+/// A Betaflight 4 flight re-written with its firmware revision `revision` and a governor-state
+/// event (Rotorflight's id 50) after every 100th main frame; also how many were written.
+fn with_governor_events(revision: &str) -> (Vec<u8>, usize) {
+    use bbcheck::blackbox::event::Event;
+    use bbcheck::blackbox::writer::SessionWriter;
+    use bbcheck::testkit::fuzzing::{Collect, Record};
+    let data = flight();
+    let mut records = Collect::default();
+    let report = bbcheck::blackbox::decode("t", &data, |_, _| {}, &mut records);
+    let start = report.sessions[0].data_start as usize;
+    let header = String::from_utf8_lossy(&data[..start]);
+    let line = header
+        .lines()
+        .find(|l| l.starts_with("H Firmware revision:"))
+        .unwrap();
+    let header = header.replace(line, &format!("H Firmware revision:{revision}"));
+    let mut writer = SessionWriter::from_header_bytes(header.as_bytes());
+    let (mut mains, mut events) = (0, 0);
+    for record in &records.0 {
+        match record {
+            Record::Frame(kind @ (FrameKind::I | FrameKind::P), values) => {
+                writer.main(*kind, values);
+                mains += 1;
+                if mains % 100 == 0 {
+                    writer.event(&Event::GovernorState { state: mains / 100 });
+                    events += 1;
+                }
+            }
+            Record::Frame(kind, values) => writer.other(*kind, values),
+            Record::Event(event) => writer.event(event),
+        }
+    }
+    (writer.finish(), events as usize)
+}
+
+#[test]
+fn a_rotorflight_logs_own_events_are_read() {
+    let (data, written) = with_governor_events("Rotorflight 4.3.0 (norevision) STM32F411");
+    let mut records = bbcheck::testkit::fuzzing::Collect::default();
+    let report = bbcheck::blackbox::decode("t", &data, |_, _| {}, &mut records);
+    assert!(report.is_clean(), "{:?}", report.corrupt_spans);
+    let governor = records
+        .0
+        .iter()
+        .filter(|r| {
+            matches!(
+                r,
+                bbcheck::testkit::fuzzing::Record::Event(
+                    bbcheck::blackbox::event::Event::GovernorState { .. }
+                )
+            )
+        })
+        .count();
+    assert!(written > 5, "{written}");
+    assert_eq!(governor, written);
+    // The same bytes from another firmware: an event no decoder can step over.
+    let (data, _) = with_governor_events("Betaflight 4.5.1 (77d01ba3b) STM32F7X2");
+    let (_, report) = decode(&data);
+    assert!(!report.corrupt_spans.is_empty());
+}
