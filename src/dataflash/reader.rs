@@ -997,8 +997,8 @@ pub const LINE_FEEDS_IN_DOUBT: &[u8] = b"bbcheck salvage: line feeds in doubt";
 /// Counts alone can mislead: a vehicle at rest logs the same values again and again, and the
 /// bytes of one of them may be line feeds (an ArduRover log holds 14 line feeds a carriage
 /// return so). Such a log keeps its CR LF pairs, which a copy makes line feeds: one that holds
-/// far more of them than a copy can keep ([`pairs_a_copy_keeps`]) and reads in step from end to
-/// end as it is was not copied.
+/// far more of them than a copy can keep (about 7 CR² / bytes) and reads in step from end to end
+/// as it is was not copied.
 pub fn copied_in_text_mode(data: &[u8]) -> bool {
     if says_line_feeds_in_doubt(data) {
         return true;
