@@ -10,7 +10,7 @@ use super::event::{Dialect, Event, EventError};
 use super::evidence::gps_track::{GpsFields, GpsFix};
 use super::evidence::listed_suspect::SuspectFrames;
 use super::evidence::p_frame_offset::Motion;
-use super::evidence::value_bounds::value_bounds;
+use super::evidence::value_bounds::{value_bounds, within};
 use super::evidence::{CORRUPT_SCORE, Suspicion};
 use super::frame::FrameKind;
 use super::group::{Group, Item, LineFeedValue, Neighbours, Untrusted};
@@ -338,19 +338,9 @@ impl<'a> SessionDecoder<'a> {
         };
         let (iteration_index, time_index) = (layout.iteration_index, layout.time_index);
         // The reference decoders bound no value.
-        let bounds_of = |kind| {
-            let bounds = match validation {
-                Validation::Thorough => value_bounds(header, kind),
-                Validation::Reference => Vec::new(),
-            };
-            let fields = header.def(kind).map_or(0, |def| def.len());
-            let mut dense = vec![u64::MAX; if bounds.is_empty() { 0 } else { fields }];
-            for (i, bound) in bounds {
-                if let Some(slot) = dense.get_mut(i) {
-                    *slot = bound;
-                }
-            }
-            dense
+        let bounds_of = |kind| match validation {
+            Validation::Thorough => value_bounds(header, kind),
+            Validation::Reference => Vec::new(),
         };
         let offset_fields = header.i.as_ref().map_or_else(Vec::new, |def| {
             def.fields
@@ -917,11 +907,7 @@ impl<'a> SessionDecoder<'a> {
             FrameKind::S => &self.slow_bounds,
             _ => &self.value_bounds,
         };
-        // Every field at once, without a branch (it vectorises).
-        values
-            .iter()
-            .zip(bounds)
-            .fold(true, |ok, (v, &bound)| ok & (v.unsigned_abs() <= bound))
+        within(values, bounds)
     }
 
     fn complete_intra(&mut self, start: usize, end: usize, sink: &mut impl Sink) {
@@ -1301,8 +1287,13 @@ impl<'a> SessionDecoder<'a> {
         };
         let timing = [self.iteration_index, self.time_index];
         let (predictors, high_bits) = (&self.p_predictors, &self.p_high_bits);
-        self.group
-            .read_carriage_returns(&around, predictors, high_bits, timing);
+        self.group.read_carriage_returns(
+            &around,
+            predictors,
+            high_bits,
+            &self.value_bounds,
+            timing,
+        );
         let untrusted = self.group.first_untrusted(&around, predictors, timing);
         let mut doubtful = Vec::new();
         self.group

@@ -606,6 +606,14 @@ mod tests {
         assert_eq!(other, 9.0 + 2.25 + 0.5625 + 2.25 * 2.25);
     }
 
+    /// The group's line feeds as (whether a CR LF pair, difference) pairs.
+    fn readings(g: &Group) -> Vec<(bool, i64)> {
+        g.line_feeds
+            .iter()
+            .map(|(_, v)| (v.pair, v.delta))
+            .collect()
+    }
+
     /// The group's values of field 0, main frame by main frame.
     fn field_0(g: &Group) -> Vec<i64> {
         g.main_frames().map(|f| f[0]).collect()
@@ -620,7 +628,7 @@ mod tests {
         };
         let previous = [Predictor::Previous];
         let mut g = group(&[10, 22, 22, 22], &[(1, -12)]);
-        g.read_carriage_returns(&around, &previous, &[0], [1, 2]);
+        g.read_carriage_returns(&around, &previous, &[0], &[], [1, 2]);
         assert_eq!(field_0(&g), [10, 10, 10, 10]);
         // The line feed is now the other reading, and the frames stand.
         assert_eq!(g.first_unsettled_line_feeds(&around, &previous, 0).0, 4);
@@ -629,12 +637,30 @@ mod tests {
         // 1; after a carriage return, predictions of 10 and 11.
         let average = [Predictor::Average2];
         let mut g = group(&[10, 22, 19, 21], &[(1, -12)]);
-        g.read_carriage_returns(&around, &average, &[0], [1, 2]);
+        g.read_carriage_returns(&around, &average, &[0], &[], [1, 2]);
         assert_eq!(field_0(&g), [10, 10, 13, 12]);
         // A line feed in the iteration or time is left as read (refused if it does not stand).
         let mut g = group(&[10, 22, 22, 22], &[(1, -12)]);
-        g.read_carriage_returns(&around, &previous, &[0], [0, 2]);
+        g.read_carriage_returns(&around, &previous, &[0], &[], [0, 2]);
         assert_eq!(field_0(&g), [10, 22, 22, 22]);
+        assert_eq!(g.first_unsettled_line_feeds(&around, &previous, 0).0, 1);
+    }
+
+    #[test]
+    fn a_reading_past_a_field_bound_is_not_read() {
+        // A carriage return (+30) would join the frames around better, but gives the field a
+        // value it cannot take (past 105): the line feed stays as read, in doubt.
+        let around = Neighbours {
+            next: Some(&[100]),
+            ..Neighbours::default()
+        };
+        let previous = [Predictor::Previous];
+        let mut g = group(&[100, 80, 80, 80], &[(1, 30)]);
+        g.read_carriage_returns(&around, &previous, &[0], &[], [1, 2]);
+        assert_eq!(field_0(&g), [100, 110, 110, 110]);
+        let mut g = group(&[100, 80, 80, 80], &[(1, 30)]);
+        g.read_carriage_returns(&around, &previous, &[0], &[105], [1, 2]);
+        assert_eq!(field_0(&g), [100, 80, 80, 80]);
         assert_eq!(g.first_unsettled_line_feeds(&around, &previous, 0).0, 1);
     }
 
@@ -656,28 +682,18 @@ mod tests {
         };
         g.line_feeds.push((1, pair));
         assert_eq!(g.first_unsettled_line_feeds(&around, &previous, 0).0, 1);
-        g.read_carriage_returns(&around, &previous, &[0], [1, 2]);
+        g.read_carriage_returns(&around, &previous, &[0], &[], [1, 2]);
         assert_eq!(field_0(&g), [10, 10, 10, 10]);
         // The line feed and the pair are now the other readings, each as far from the carriage
         // return as it is: the frames stand.
-        let deltas: Vec<_> = g
-            .line_feeds
-            .iter()
-            .map(|(_, v)| (v.pair, v.delta))
-            .collect();
-        assert_eq!(deltas, [(false, 12), (true, 4012)]);
+        assert_eq!(readings(&g), [(false, 12), (true, 4012)]);
         assert_eq!(g.first_unsettled_line_feeds(&around, &previous, 0).0, 4);
         // Where the pair is the better reading, the carriage return stays one to judge by.
         let mut g = group(&[10, 22, 22, 22], &[(1, -20)]);
         g.line_feeds.push((1, LineFeedValue { delta: -12, ..pair }));
-        g.read_carriage_returns(&around, &previous, &[0], [1, 2]);
+        g.read_carriage_returns(&around, &previous, &[0], &[], [1, 2]);
         assert_eq!(field_0(&g), [10, 10, 10, 10]);
-        let deltas: Vec<_> = g
-            .line_feeds
-            .iter()
-            .map(|(_, v)| (v.pair, v.delta))
-            .collect();
-        assert_eq!(deltas, [(true, 12), (false, -8)]);
+        assert_eq!(readings(&g), [(true, 12), (false, -8)]);
         assert_eq!(g.first_unsettled_line_feeds(&around, &previous, 0).0, 4);
     }
 
@@ -708,7 +724,7 @@ mod tests {
             3
         );
         let mut g = group(&[5, 5, 5], &[(0, 12)]);
-        g.read_carriage_returns(&around(&[17]), &previous, &[0], [1, 2]);
+        g.read_carriage_returns(&around(&[17]), &previous, &[0], &[], [1, 2]);
         assert_eq!(field_0(&g), [17, 17, 17]);
         // A frame before that rests on a line feed of its own, of another size, still tells.
         let g = group(&[5, 5, 5], &[(0, 12)]);

@@ -11,6 +11,7 @@
 //! way.
 
 use super::p_frame_offset::carried_error;
+use super::value_bounds::within;
 use crate::blackbox::frame::FrameKind;
 use crate::blackbox::group::{Group, LineFeedValue, Neighbours};
 use crate::blackbox::predictor::{Context, Predictor, keep_32_bits};
@@ -38,30 +39,25 @@ impl Group {
     /// The line feeds noted, one at a time: the range of [`Group::line_feeds`] holding the values
     /// of each (one item, one offset), every reading of it.
     fn each_line_feed(&self) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
-        self.runs(|(item, v)| (*item, v.offset))
+        runs(&self.line_feeds, 0, |(item, v)| (*item, v.offset))
     }
 
     /// The other readings of the line feeds noted, one at a time: the range of
     /// [`Group::line_feeds`] holding the values of each (a line feed may have been a carriage
     /// return, or a CR LF pair that lost its CR: two readings of one line feed).
     fn each_reading(&self) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
-        self.runs(|(item, v)| (*item, v.offset, v.pair))
+        self.readings_in(0..self.line_feeds.len())
     }
 
-    /// The runs of [`Group::line_feeds`] that share a `key`.
-    fn runs<'a, K: PartialEq>(
-        &'a self,
-        key: impl Fn(&(usize, LineFeedValue)) -> K + 'a,
-    ) -> impl Iterator<Item = std::ops::Range<usize>> + 'a {
-        let mut i = 0;
-        std::iter::from_fn(move || {
-            let first = key(self.line_feeds.get(i)?);
-            let count = self.line_feeds[i..]
-                .iter()
-                .take_while(|v| key(v) == first)
-                .count();
-            i += count;
-            Some(i - count..i)
+    /// The readings of the line feeds in `within`, a range of [`Group::line_feeds`], as
+    /// [`Group::each_reading`] gives them.
+    fn readings_in(
+        &self,
+        within: std::ops::Range<usize>,
+    ) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
+        let start = within.start;
+        runs(&self.line_feeds[within], start, |(item, v)| {
+            (*item, v.offset, v.pair)
         })
     }
 
@@ -86,12 +82,14 @@ impl Group {
     /// of the P frames predicted from them, become what that reading gives (the line feed is then
     /// one of the other readings). Whether the reading stands is judged after, by
     /// [`LINE_FEED_MARGIN`]. Readings that would change a field of `timing` (the iteration and
-    /// time) are left alone.
+    /// time), or give a main frame a value past its field's bound (`bounds`, see
+    /// [`value_bounds`](super::value_bounds::value_bounds)), are left alone.
     pub fn read_carriage_returns(
         &mut self,
         around: &Neighbours<'_>,
         predictors: &[Predictor],
         high_bits: &[i64],
+        bounds: &[u64],
         timing: [usize; 2],
     ) {
         if self.line_feeds.is_empty() {
@@ -105,32 +103,32 @@ impl Group {
                 feed.start.saturating_add_signed(moved)..feed.end.saturating_add_signed(moved);
             let item = self.line_feeds[feed.start].0;
             // Where no reading stands, the frames are kept in doubt with the best one.
-            let mut best: Option<(f64, std::ops::Range<usize>)> = None;
+            let mut better: Vec<(f64, std::ops::Range<usize>)> = Vec::new();
             for reading in self.readings_in(feed.clone()) {
                 let values = &self.line_feeds[reading.clone()];
                 if values.iter().any(|(_, v)| timing.contains(&v.field)) {
                     continue;
                 }
                 let (read, other, _) = self.judge(item, values, around, predictors);
-                if other < read && best.as_ref().is_none_or(|(b, _)| other < *b) {
-                    best = Some((other, reading));
+                if other < read {
+                    better.push((other, reading));
                 }
             }
-            let Some((_, chosen)) = best else {
+            better.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let Some((_, chosen)) = better.into_iter().find(|(_, reading)| {
+                let before = self.reread(item, reading.clone(), predictors, high_bits);
+                let possible = self.possible_from(item, bounds);
+                if !possible {
+                    self.values = before;
+                }
+                possible
+            }) else {
                 continue;
             };
-            self.reread(item, chosen.clone(), predictors, high_bits);
             let values = self.read_instead(feed.clone(), chosen);
             moved += values.len() as isize - feed.len() as isize;
             self.line_feeds.splice(feed, values);
         }
-    }
-
-    /// The ranges of the readings of one line feed, `feed`.
-    fn readings_in(&self, feed: std::ops::Range<usize>) -> Vec<std::ops::Range<usize>> {
-        self.each_reading()
-            .filter(|r| r.start >= feed.start && r.end <= feed.end)
-            .collect()
     }
 
     /// The values of the line feed `feed` once its reading `chosen` is the one read: that
@@ -192,15 +190,24 @@ impl Group {
         out
     }
 
+    /// Whether the main frames from `item` on hold only values their fields can take.
+    fn possible_from(&self, item: usize, bounds: &[u64]) -> bool {
+        self.items[item..]
+            .iter()
+            .filter(|it| matches!(it.kind, FrameKind::I | FrameKind::P))
+            .all(|it| within(&self.values[it.values.clone()], bounds))
+    }
+
     /// Give `item` the values the line feed `feed` of [`Group::line_feeds`] has as a carriage
-    /// return, and the main frames after it what they are then predicted to be.
+    /// return, and the main frames after it what they are then predicted to be; the values as
+    /// they were before.
     fn reread(
         &mut self,
         item: usize,
         feed: std::ops::Range<usize>,
         predictors: &[Predictor],
         high_bits: &[i64],
-    ) {
+    ) -> Vec<i64> {
         let old = self.values.clone();
         let at = self.items[item].values.start;
         for &(_, v) in &self.line_feeds[feed] {
@@ -215,7 +222,7 @@ impl Group {
             .map(|it| it.values.clone())
             .collect();
         let Some(from) = mains.iter().position(|r| r.start == at) else {
-            return;
+            return old;
         };
         // A P frame is predicted from the two main frames before it (the I frame fills both).
         for k in from + 1..mains.len() {
@@ -238,6 +245,7 @@ impl Group {
                 }
             }
         }
+        old
     }
 
     /// The first item whose values rest on a line feed that its neighbours do not show to be one
@@ -429,4 +437,19 @@ impl Join {
             self.other += other;
         }
     }
+}
+
+/// The runs of `values` that share a `key`, as ranges offset by `start`.
+fn runs<'a, K: PartialEq>(
+    values: &'a [(usize, LineFeedValue)],
+    start: usize,
+    key: impl Fn(&(usize, LineFeedValue)) -> K + 'a,
+) -> impl Iterator<Item = std::ops::Range<usize>> + 'a {
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        let first = key(values.get(i)?);
+        let count = values[i..].iter().take_while(|v| key(v) == first).count();
+        i += count;
+        Some(start + i - count..start + i)
+    })
 }

@@ -21,8 +21,7 @@ const SIXTEEN_BIT_FIELDS: [&str; 7] = [
 /// The largest magnitude of a signed 16-bit integer.
 const SIXTEEN_BIT_BOUND: u64 = 1 << 15;
 
-/// The fields of `kind` (main or slow) whose values are bounded, each with the largest size it can
-/// take either way. Real logs stay well inside; a value further out (a byte dropped or inserted
+/// The largest size each field of `kind` (main or slow) can take either way. Real logs stay well inside; a value further out (a byte dropped or inserted
 /// inside the frame, read in step, or garbage read as a frame) is damage.
 ///
 /// - motor outputs (`motor[N]`): twice the highest output the header declares (`motorOutput`'s
@@ -37,8 +36,9 @@ const SIXTEEN_BIT_BOUND: u64 = 1 << 15;
 /// - the failsafe phase (`failsafePhase`): 15, as the firmwares number their phases below 8;
 /// - the receiver flags (`rxSignalReceived`, `rxFlightChannelsValid`): 1.
 ///
-/// A field the header declares no bound for is not checked.
-pub(in crate::blackbox) fn value_bounds(header: &Header, kind: FrameKind) -> Vec<(usize, u64)> {
+/// One bound a field, `u64::MAX` for a field the header declares no bound for; empty where no
+/// field is bounded.
+pub(in crate::blackbox) fn value_bounds(header: &Header, kind: FrameKind) -> Vec<u64> {
     let Some(def) = header.def(kind) else {
         return Vec::new();
     };
@@ -57,10 +57,11 @@ pub(in crate::blackbox) fn value_bounds(header: &Header, kind: FrameKind) -> Vec
         .and_then(number)
         .filter(|_| known)
         .or(max_throttle);
-    def.names
+    let bounds: Vec<Option<u64>> = def
+        .names
         .iter()
         .enumerate()
-        .filter_map(|(i, name)| {
+        .map(|(i, name)| {
             let is_motor = name
                 .strip_prefix("motor[")
                 .and_then(|rest| rest.strip_suffix(']'))
@@ -76,11 +77,24 @@ pub(in crate::blackbox) fn value_bounds(header: &Header, kind: FrameKind) -> Vec
                 (FrameKind::S, "rxSignalReceived" | "rxFlightChannelsValid") => Some(1),
                 _ => None,
             };
-            bound
-                .or(sixteen_bit.then_some(SIXTEEN_BIT_BOUND))
-                .map(|b| (i, b))
+            bound.or(sixteen_bit.then_some(SIXTEEN_BIT_BOUND))
         })
-        .collect()
+        .collect();
+    if bounds.iter().all(Option::is_none) {
+        return Vec::new();
+    }
+    bounds.into_iter().map(|b| b.unwrap_or(u64::MAX)).collect()
+}
+
+/// Whether every value is within its field's bound (`bounds` as [`value_bounds`] gives them, one
+/// per field, `u64::MAX` where a field is unbounded; fields past the end of `bounds` unbounded).
+#[inline]
+pub(in crate::blackbox) fn within(values: &[i64], bounds: &[u64]) -> bool {
+    // Every field at once, without a branch (it vectorises).
+    values
+        .iter()
+        .zip(bounds)
+        .fold(true, |ok, (v, &bound)| ok & (v.unsigned_abs() <= bound))
 }
 
 /// Whether the firmware logs throttle and motor outputs in the units of `maxthrottle` and
