@@ -30,17 +30,18 @@ const MAX_TRIED: usize = 4096;
 const BUCKETS: usize = 1 << 16;
 const KEPT: usize = 4;
 
-/// Blocks inserted into a file at a fixed stride, read as the file is without them: offsets,
-/// sizes and spans of the report are then the log's without them.
+/// Blocks at a fixed stride that were never part of the log: inserted into the file (read as
+/// the file is without them: offsets, sizes and spans of the report are then the log's without
+/// them), or written over it (see [`written_over`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Insertions {
+pub struct Blocks {
     /// Offset of the first block in the file as it is.
     pub first: u64,
     /// Bytes from one block's start to the next's.
     pub stride: u64,
     /// Bytes in each block.
     pub length: u64,
-    /// Blocks removed.
+    /// Blocks in the file.
     pub count: u64,
     /// The bytes of each block, in hex, when every block holds the same.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -49,7 +50,17 @@ pub struct Insertions {
     pub input_size: u64,
 }
 
-impl Insertions {
+impl Blocks {
+    /// Whether the bytes `start..end` hold some of a block.
+    pub fn overlaps(&self, start: u64, end: u64) -> bool {
+        // Of the blocks that start before `end`, the last ends last.
+        let Some(from_first) = end.checked_sub(1).and_then(|e| e.checked_sub(self.first)) else {
+            return false;
+        };
+        let last = (from_first / self.stride).min(self.count.saturating_sub(1));
+        self.first + last * self.stride + self.length > start
+    }
+
     /// Whether the blocks run over a file of `size` bytes: the first within its first stride,
     /// the last within its last.
     fn cover(&self, size: u64) -> bool {
@@ -65,8 +76,8 @@ fn span_bytes(spans: &[(u64, u64)]) -> u64 {
 
 /// Recurring blocks in `data`, most bytes first: each the same bytes at one stride, from within
 /// the first stride of the file to within the last, at least [`MIN_REPEATS`] times.
-pub fn find(data: &[u8]) -> Vec<Insertions> {
-    let mut found: Vec<Insertions> = Vec::new();
+pub fn find(data: &[u8]) -> Vec<Blocks> {
+    let mut found: Vec<Blocks> = Vec::new();
     let mut tried = std::collections::HashSet::new();
     recurring_sequences(data, |at, stride| {
         if !tried.insert((at % stride, stride)) {
@@ -84,6 +95,49 @@ pub fn find(data: &[u8]) -> Vec<Insertions> {
     found.sort_by_key(|f| std::cmp::Reverse(f.count * f.length));
     found
 }
+
+/// Blocks of the same bytes at one stride that were written over the log rather than inserted
+/// into it (a download that wrote each chunk's header over the chunk's first bytes): they show in
+/// a log's header (`headers`, the byte ranges of the headers of `data` that read as damaged) as
+/// bytes no header holds in place of its text (where a header's reading may have stopped, so
+/// `headers` reach past where their reading ended). From each such run of bytes, the same bytes are
+/// looked for a stride on, and the blocks must then recur from the first stride of the file to
+/// the last, as [`find`] asks of blocks. The log's own bytes under them are lost.
+pub fn written_over(data: &[u8], headers: &[std::ops::Range<usize>]) -> Option<Blocks> {
+    let foreign = |b: u8| (b < 0x20 && !matches!(b, b'\n' | b'\r' | b'\t')) || b == 0x7f;
+    let text =
+        |b: Option<&u8>| b.is_some_and(|&b| (0x20..0x7f).contains(&b) || b"\n\r\t".contains(&b));
+    // Runs of such bytes with text on either side: in a header, whose reading may have stopped
+    // at them.
+    let mut runs = headers.iter().flat_map(|h| {
+        let header = &data[h.start.min(data.len())..h.end.min(data.len())];
+        let mut at = 0;
+        std::iter::from_fn(move || {
+            loop {
+                let start = at + header[at..].iter().position(|&b| foreign(b))?;
+                let len = header[start..].iter().take_while(|&&b| foreign(b)).count();
+                at = start + len;
+                let before = start.checked_sub(1).and_then(|i| header.get(i));
+                if text(before) && text(header.get(at)) {
+                    return Some(h.start + start..h.start + start + len.max(2));
+                }
+            }
+        })
+    });
+    runs.by_ref().take(MAX_HEADER_RUNS).find_map(|run| {
+        let seed = data.get(run.clone())?;
+        let after = run.start + MIN_STRIDE..(run.start + MAX_STRIDE + seed.len()).min(data.len());
+        let ahead = data.get(after.clone())?;
+        memchr::memmem::find_iter(ahead, seed)
+            .take(MAX_SEED_MATCHES)
+            .find_map(|p| extend(data, run.start, after.start + p - run.start))
+    })
+}
+
+/// Runs of bytes in damaged headers that [`written_over`] follows, and the places a stride on
+/// where it tries each.
+const MAX_HEADER_RUNS: usize = 16;
+const MAX_SEED_MATCHES: usize = 64;
 
 /// Of the places blocks disturbed the reading, at most one in this many may still lie by a
 /// corrupt span without them.
@@ -105,7 +159,7 @@ const NEAR: u64 = 256;
 pub fn restore(
     data: &[u8],
     corrupt_spans: impl Fn(&[u8]) -> Vec<(u64, u64)>,
-) -> Option<(Vec<u8>, Insertions)> {
+) -> Option<(Vec<u8>, Blocks)> {
     let candidates = find(data);
     // A file no longer than the bytes `infer` reads first is read once for both.
     let mut before =
@@ -131,16 +185,16 @@ pub fn restore(
 /// [`restore`]); `before` are its corrupt spans with them.
 fn best_without(
     data: &[u8],
-    candidates: Vec<Insertions>,
+    candidates: Vec<Blocks>,
     before: &[(u64, u64)],
     corrupt_spans: &impl Fn(&[u8]) -> Vec<(u64, u64)>,
-) -> Option<(Vec<u8>, Insertions)> {
+) -> Option<(Vec<u8>, Blocks)> {
     let near = |spans: &[(u64, u64)], at: u64, len: u64| {
         spans
             .iter()
             .any(|&(start, end)| start <= at + len + NEAR && at < end + NEAR)
     };
-    let mut best: Option<(u64, Vec<u8>, Insertions)> = None;
+    let mut best: Option<(u64, Vec<u8>, Blocks)> = None;
     for blocks in candidates.into_iter().take(TRIED) {
         let disturbed = (0..blocks.count)
             .filter(|k| near(before, blocks.first + k * blocks.stride, blocks.length))
@@ -202,7 +256,7 @@ fn probed_blocks(stride: u64) -> u64 {
 /// causes may lie between them), and at least [`MIN_INFERRED`] do. The block's ends are taken
 /// where the reading without the blocks leaves the fewest corrupt bytes. The blocks found extend
 /// over the whole file, as those of [`find`] do.
-pub fn infer(data: &[u8], corrupt_spans: &impl Fn(&[u8]) -> Vec<(u64, u64)>) -> Vec<Insertions> {
+pub fn infer(data: &[u8], corrupt_spans: &impl Fn(&[u8]) -> Vec<(u64, u64)>) -> Vec<Blocks> {
     let searched = &data[..data.len().min(SEARCHED)];
     infer_from(data, corrupt_spans(searched), corrupt_spans)
 }
@@ -212,7 +266,7 @@ fn infer_from(
     data: &[u8],
     searched_spans: Vec<(u64, u64)>,
     corrupt_spans: &impl Fn(&[u8]) -> Vec<(u64, u64)>,
-) -> Vec<Insertions> {
+) -> Vec<Blocks> {
     let searched = &data[..data.len().min(SEARCHED)];
     let cut = searched.len() as u64;
     // A span by the cut may be the cut's.
@@ -244,7 +298,7 @@ fn infer_from(
         let count = (bytes.len() as u64)
             .checked_sub(first + length)
             .map_or(0, |room| room / stride + 1);
-        Insertions {
+        Blocks {
             first,
             stride,
             length,
@@ -411,7 +465,7 @@ fn best_place(
 }
 
 /// The bytes of `data` without the blocks.
-pub fn remove(data: &[u8], insertions: &Insertions) -> Vec<u8> {
+pub fn remove(data: &[u8], insertions: &Blocks) -> Vec<u8> {
     let removed = insertions.count * insertions.length;
     let mut out = Vec::with_capacity(data.len().saturating_sub(removed as usize));
     let mut from = 0usize;
@@ -426,7 +480,7 @@ pub fn remove(data: &[u8], insertions: &Insertions) -> Vec<u8> {
 
 /// Where each block was in the log without them: the offsets at which the bytes after each one
 /// continue.
-pub fn removal_points(insertions: &Insertions) -> impl Iterator<Item = u64> + '_ {
+pub fn removal_points(insertions: &Blocks) -> impl Iterator<Item = u64> + '_ {
     let step = insertions.stride - insertions.length;
     (0..insertions.count).map(move |k| insertions.first + k * step)
 }
@@ -467,7 +521,7 @@ fn recurring_sequences(data: &[u8], mut seen: impl FnMut(usize, usize) -> bool) 
 /// The blocks through `at` at `stride`: the sequence there widened to every byte all its
 /// recurrences share, and followed through the whole file; `None` unless it recurs from the
 /// first stride of the file to the last.
-fn extend(data: &[u8], at: usize, stride: usize) -> Option<Insertions> {
+fn extend(data: &[u8], at: usize, stride: usize) -> Option<Blocks> {
     // The starts of the blocks at `first` that `len` bytes fit in the file.
     let starts = |first: usize, len: usize| {
         (first..)
@@ -494,7 +548,7 @@ fn extend(data: &[u8], at: usize, stride: usize) -> Option<Insertions> {
     let block = &data[first..first + len];
     let all_same = starts(first, len).all(|s| &data[s..s + len] == block);
     let one_byte = block.iter().all(|&b| b == block[0]);
-    let blocks = Insertions {
+    let blocks = Blocks {
         first: first as u64,
         stride: stride as u64,
         length: len as u64,

@@ -1,7 +1,7 @@
 //! What `check` finds in a file: sessions, frame counts, corrupt spans with reasons, and the
 //! regions that are not damage. Every byte of a file is in exactly one region or corrupt span.
 
-use crate::periodic::Insertions;
+use crate::periodic::Blocks;
 use crate::textmode::Conversion;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -39,7 +39,7 @@ pub enum DamageReason {
     /// A main frame's time moved backwards or jumped too far.
     ImplausibleTime,
     /// A main frame holds a value its field cannot take: a motor output, throttle or battery
-    /// voltage beyond the bounds the header implies.
+    /// voltage beyond the bounds the header implies, a sensor or stick value beyond 16 bits.
     ImplausibleValue,
     /// A P frame whose prediction history was lost, or a GPS frame after damage that could have
     /// taken the main frame its time is predicted from.
@@ -67,6 +67,9 @@ pub enum DamageReason {
     /// group from a P frame whose value steps away and is taken back by the next I frame (an
     /// error carried on from that P frame).
     SuspectGroup,
+    /// A frame holding bytes written over the log at a fixed stride (a download's chunk headers,
+    /// see [`crate::periodic::written_over`]): the log's own bytes there are lost.
+    WrittenOver,
 }
 
 impl DamageReason {
@@ -88,6 +91,7 @@ impl DamageReason {
             DamageReason::HeaderDamaged => "header-damaged",
             DamageReason::SuspectGroup => "suspect-group",
             DamageReason::NewlineConverted => "newline-converted",
+            DamageReason::WrittenOver => "written-over",
         }
     }
 
@@ -102,7 +106,9 @@ impl DamageReason {
             DamageReason::BadEncoding => "a value written in a way no logger writes",
             DamageReason::ImplausibleIteration => "the loop counter jumps",
             DamageReason::ImplausibleTime => "the clock jumps",
-            DamageReason::ImplausibleValue => "a motor, throttle or battery value out of its range",
+            DamageReason::ImplausibleValue => {
+                "a value its field cannot take (motor, throttle, battery, sensor or stick)"
+            }
             DamageReason::StalePFrame => "frames predicted from frames that were lost",
             DamageReason::NoGpsHome => "GPS positions with no home to read them from",
             DamageReason::UnknownEvent => "an event whose length is unknown",
@@ -113,6 +119,9 @@ impl DamageReason {
                 "line feeds that may have been carriage returns (a text-mode copy)"
             }
             DamageReason::SuspectGroup => "frames right after damage that nothing confirms",
+            DamageReason::WrittenOver => {
+                "bytes written over the log at a fixed stride (a download's chunk headers)"
+            }
         }
     }
 }
@@ -186,6 +195,10 @@ pub enum Rule {
     /// The header of a log that salvage wrote lists the frame among those it kept as suspect
     /// (evidence that writing the log may have removed, such as a line feed's reading).
     ListedSuspect,
+    /// The frame holds bytes written over the log at a fixed stride (a download's chunk
+    /// headers), or is predicted from one that does: the values read from the log's bytes lost
+    /// under them are off.
+    WrittenOver,
 }
 
 impl Rule {
@@ -200,6 +213,7 @@ impl Rule {
             Rule::PhysicalRange => "physical-range",
             Rule::LineFeed => "line-feed",
             Rule::ListedSuspect => "listed-suspect",
+            Rule::WrittenOver => "written-over",
         }
     }
 }
@@ -468,7 +482,11 @@ pub struct FileReport {
     /// The blocks inserted at a fixed stride that were taken out, when the file was read without
     /// them: offsets, `size` and every span are the log's without them.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub periodic_insertions: Option<Box<Insertions>>,
+    pub periodic_insertions: Option<Box<Blocks>>,
+    /// Blocks at a fixed stride written over the log (a download's chunk headers): the frames
+    /// that hold some of them are refused (`written-over`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub periodic_overwrites: Option<Box<Blocks>>,
 }
 
 /// A text-mode copy read as it was before the copy.
@@ -517,6 +535,7 @@ impl FileReport {
             suspect_spans,
             text_mode_copy: None,
             periodic_insertions: None,
+            periodic_overwrites: None,
         }
     }
 

@@ -18,6 +18,7 @@ use super::header::{HEADER_FROM, Header};
 use super::ledger::{self, Layout, Ledger};
 use super::predictor::{Context, MainHistory, Predictor};
 use super::sink::Sink;
+use crate::periodic::Blocks;
 use crate::report::{DamageReason, FrameCounts, RegionKind, Rule, SessionReport, Trust};
 use std::collections::BTreeMap;
 use std::sync::mpsc::{Receiver, Sender};
@@ -252,6 +253,10 @@ pub struct SessionDecoder<'a> {
     /// The session was copied in text mode: every line feed may have been a carriage return or a
     /// CR LF pair.
     newline_converted: bool,
+    /// Blocks written over the log: a frame that holds some of one is in doubt, or refused.
+    written_over: Option<Blocks>,
+    /// Whether they left a line of the header the decoding reads in doubt.
+    header_in_doubt: bool,
     /// The current frame's values that would differ had a line feed been a carriage return.
     line_feed_values: Vec<LineFeedValue>,
     /// Scratch space for reading a frame with a line feed replaced.
@@ -265,6 +270,9 @@ pub struct SessionDecoder<'a> {
     time_index: usize,
     /// Why bytes since the last accepted frame were rejected.
     scan_gap: Option<DamageReason>,
+    /// A frame other than a main one read right after damage with no group open: trusted once
+    /// the next frame follows it in step (see [`SessionDecoder::accept`]).
+    pending: Option<Pending>,
     /// Where the frame cut short by the end of the data starts.
     cut_at: Option<usize>,
     group: Group,
@@ -292,6 +300,18 @@ pub struct SessionDecoder<'a> {
     listed_suspect: SuspectFrames,
     ledger: Ledger,
 }
+
+/// A frame held back until the next shows whether it was read in step.
+struct Pending {
+    item: Item,
+    values: Vec<i64>,
+    /// Damage came after it.
+    refused: bool,
+}
+
+/// How far (in the log's units: 10⁻⁷ degree, about a kilometre) a home read after damage may
+/// lie from the session's home.
+const HOME_MOVE: u64 = 100_000;
 
 impl<'a> SessionDecoder<'a> {
     /// Prepare to decode the session `bounds` of `file` whose header is `header`.
@@ -378,6 +398,9 @@ impl<'a> SessionDecoder<'a> {
             loop_time: None,
             loop_samples: 0,
             newline_converted: false,
+            written_over: None,
+            header_in_doubt: false,
+            pending: None,
             line_feed_values: Vec::new(),
             alternative_body: Vec::new(),
             alternative_values: Vec::new(),
@@ -413,6 +436,16 @@ impl<'a> SessionDecoder<'a> {
     /// Tell the decoder that the file was copied in text mode (see [`crate::textmode::is_newline_converted`]).
     pub fn text_mode(mut self, converted: bool) -> Self {
         self.newline_converted = converted && self.validation == Validation::Thorough;
+        self
+    }
+
+    /// Tell the decoder which bytes were written over the log (see
+    /// [`crate::periodic::written_over`]), and whether they left the session's header in doubt
+    /// (then no frame is read as the log wrote it).
+    pub fn written_over(mut self, blocks: Option<&Blocks>, header_in_doubt: bool) -> Self {
+        let thorough = self.validation == Validation::Thorough;
+        self.written_over = blocks.filter(|_| thorough).cloned();
+        self.header_in_doubt = header_in_doubt && thorough;
         self
     }
 
@@ -802,6 +835,14 @@ impl<'a> SessionDecoder<'a> {
             values: 0..0,
             event,
         };
+        // A main frame is read on, its values in doubt (see `written_over_suspicion`).
+        if let Some(blocks) = &self.written_over
+            && (self.header_in_doubt
+                || !matches!(kind, FrameKind::I | FrameKind::P)
+                    && blocks.overlaps(start as u64, end as u64))
+        {
+            return self.reject(DamageReason::WrittenOver);
+        }
         match (kind, decoded) {
             (FrameKind::I, _) => self.complete_intra(start, end, sink),
             (FrameKind::P, _) => self.complete_inter(start, end, sink),
@@ -812,6 +853,10 @@ impl<'a> SessionDecoder<'a> {
                 let slow = std::mem::take(&mut self.slow);
                 self.accept(item(None), &slow, sink);
                 self.slow = slow;
+            }
+            // After damage, a home other than the session's is bytes read as one.
+            (FrameKind::H, _) if self.scan_gap.is_some() && self.home_moved() => {
+                self.reject(DamageReason::Garbage)
             }
             (FrameKind::H, _) => {
                 self.home_valid = true;
@@ -834,6 +879,22 @@ impl<'a> SessionDecoder<'a> {
                 self.accept(item(None), &gps, sink);
                 self.gps = gps;
             }
+            // Logging resumes later than it paused, and the sync beep sounds as logging starts:
+            // one back in time (the beep: read after damage) is bytes read as an event.
+            (FrameKind::E, Decoded::Event(Event::LoggingResume { iteration, time }))
+                if self.validation == Validation::Thorough && self.goes_back(iteration, time) =>
+            {
+                self.reject(DamageReason::Garbage)
+            }
+            (FrameKind::E, Decoded::Event(Event::SyncBeep { time }))
+                if self.validation == Validation::Thorough
+                    && self.scan_gap.is_some()
+                    && self
+                        .last_time
+                        .is_some_and(|l| time.wrapping_sub(l) >= 1 << 31) =>
+            {
+                self.reject(DamageReason::Garbage)
+            }
             (FrameKind::E, Decoded::Event(event)) => {
                 match event {
                     Event::LoggingResume { iteration, time } => {
@@ -847,6 +908,25 @@ impl<'a> SessionDecoder<'a> {
             }
             (FrameKind::E, _) => self.reject(DamageReason::UnknownEvent),
         }
+    }
+
+    /// Whether `iteration` or `time` lies before the last main frame's (or resume's).
+    fn goes_back(&self, iteration: u32, time: u32) -> bool {
+        let back =
+            |now: u32, last: Option<u32>| last.is_some_and(|l| now.wrapping_sub(l) >= 1 << 31);
+        back(iteration, self.last_iteration) || back(time, self.last_time)
+    }
+
+    /// Whether the H frame just decoded puts the home elsewhere than the last one accepted (by
+    /// more than [`HOME_MOVE`] in a coordinate): a session keeps its home.
+    fn home_moved(&self) -> bool {
+        self.validation == Validation::Thorough
+            && self.home.iter().any(|&v| v != 0)
+            && self
+                .home
+                .iter()
+                .zip(&self.home_read)
+                .any(|(a, b)| a.abs_diff(*b) > HOME_MOVE)
     }
 
     /// Whether the GPS frame just decoded continues the track of the last one accepted, read with
@@ -984,6 +1064,7 @@ impl<'a> SessionDecoder<'a> {
                 offset.map(|offset| Suspicion::of(Rule::IFrameOffset, 0, offset)),
                 p_offset.map(|(from, offset)| Suspicion::of(Rule::PFrameOffset, from, offset)),
                 line_feed,
+                self.written_over_suspicion(untrusted.from),
             ]
             .into_iter()
             .flatten()
@@ -1078,17 +1159,34 @@ impl<'a> SessionDecoder<'a> {
         self.history.bufs[prev] = values;
     }
 
-    /// A frame the rules accept: held with its group, or recorded at once.
+    /// A frame the rules accept: held with its group, or recorded (when read right after damage
+    /// with no group open, once the next frame shows whether it was read in step).
     fn accept(&mut self, mut item: Item, values: &[i64], sink: &mut impl Sink) {
         item.gap = self.scan_gap.take();
+        self.settle_pending(item.gap.is_none(), sink);
         let is_main = matches!(item.kind, FrameKind::I | FrameKind::P);
-        if self.validation == Validation::Thorough && (is_main || self.group.is_open()) {
+        let thorough = self.validation == Validation::Thorough;
+        item.values = 0..values.len();
+        if thorough && (is_main || self.group.is_open()) {
             self.group.push(item, values);
+        } else if thorough && item.gap.is_some() {
+            self.pending = Some(Pending {
+                item,
+                values: values.to_vec(),
+                refused: false,
+            });
         } else {
-            let mut item = item;
-            item.values = 0..values.len();
             self.ledger
                 .commit(&item, values, Some(Trust::Trusted), sink);
+        }
+    }
+
+    /// Record the frame held back after damage: trusted when what came next followed it in step
+    /// (`followed`) and nothing was refused since.
+    fn settle_pending(&mut self, followed: bool, sink: &mut impl Sink) {
+        if let Some(p) = self.pending.take() {
+            let trust = (followed && !p.refused).then_some(Trust::Trusted);
+            self.ledger.commit(&p.item, &p.values, trust, sink);
         }
     }
 
@@ -1110,6 +1208,9 @@ impl<'a> SessionDecoder<'a> {
 
     /// Something at the current position could not be trusted.
     fn reject(&mut self, reason: DamageReason) {
+        if let Some(pending) = &mut self.pending {
+            pending.refused = true;
+        }
         if !matches!(reason, DamageReason::UnknownEvent | DamageReason::NoGpsHome) {
             // A frame in step whose iteration or time is implausible ends a stream that drifted:
             // damage earlier in the group left wrong values that predictions carried on.
@@ -1186,8 +1287,12 @@ impl<'a> SessionDecoder<'a> {
         };
         let listed_frames = &self.listed_suspect;
         let iteration_index = self.iteration_index;
-        // The I frame's values stand under the rest: an offset there puts every time in doubt.
+        // The I frame's values stand under the rest: an offset there puts every time in doubt;
+        // so do bytes written over a main frame from there on.
         let i_frame_doubted = suspicion.is_some_and(|s| s.rule == Rule::IFrameOffset);
+        let written_from = self
+            .written_over_suspicion(untrusted.from)
+            .map_or(usize::MAX, |s| s.from);
         let (group, ledger) = (&self.group, &mut self.ledger);
         let closed_in_step = followed_in_step(self.scan_gap);
         let mut time_trusted = true;
@@ -1199,7 +1304,8 @@ impl<'a> SessionDecoder<'a> {
                     if in_step && !kept {
                         ledger.note_gap(untrusted.reason);
                     }
-                    time_trusted = kept && !i_frame_doubted && i < untrusted.time_from;
+                    time_trusted =
+                        kept && !i_frame_doubted && i < untrusted.time_from && i < written_from;
                     let listed = !listed_frames.is_empty()
                         && group
                             .values(item)
@@ -1312,12 +1418,34 @@ impl<'a> SessionDecoder<'a> {
             .map(|value| Suspicion::of_line_feed(from, value))
     }
 
+    /// The suspicion of the first main frame of the group, before item `before`, that holds
+    /// bytes written over the log: its values, and those of the frames predicted from it, may be
+    /// off where the bytes under the block were another field's.
+    fn written_over_suspicion(&self, before: usize) -> Option<Suspicion> {
+        let blocks = self.written_over.as_ref()?;
+        let from = self.group.items[..before.min(self.group.items.len())]
+            .iter()
+            .position(|item| {
+                matches!(item.kind, FrameKind::I | FrameKind::P)
+                    && blocks.overlaps(item.start as u64, item.end as u64)
+            })?;
+        Some(Suspicion {
+            from,
+            rule: Rule::WrittenOver,
+            offset: None,
+        })
+    }
+
     /// Close a group whose stream was broken before the next I frame.
     fn settle(&mut self, sink: &mut impl Sink) {
         if !self.stream_valid && !self.group.is_empty() {
             let (untrusted, line_feed, doubtful) = self.judge_line_feeds(false);
             let trusted = self.group.trusted_without_join(untrusted.from);
-            self.commit_group(trusted, untrusted, line_feed, doubtful, sink);
+            let suspicion = [line_feed, self.written_over_suspicion(untrusted.from)]
+                .into_iter()
+                .flatten()
+                .min_by_key(|s| s.from);
+            self.commit_group(trusted, untrusted, suspicion, doubtful, sink);
             self.group.clear();
         }
     }
@@ -1355,6 +1483,7 @@ impl<'a> SessionDecoder<'a> {
     /// Account for what follows the last trusted frame and finish the report.
     fn finish(mut self, sink: &mut impl Sink) -> SessionReport {
         self.stream_valid = false;
+        self.settle_pending(self.scan_gap.is_none(), sink);
         self.settle(sink);
         let end = self.bounds.end;
         let accounted = self.ledger.accounted;

@@ -76,6 +76,9 @@ pub struct Header {
     pub g: Option<FrameDef>,
     pub h: Option<FrameDef>,
     pub problems: Vec<HeaderProblem>,
+    /// Read from the file's bytes with holes filled (see `mended_header`): the lines are the
+    /// header, not the bytes of the file.
+    pub mended: bool,
 }
 
 /// How one header line parsed.
@@ -190,6 +193,19 @@ impl Header {
         Header::from_lines(lines, pos as u64, problems)
     }
 
+    /// The header as read from bytes that stood `by` bytes further on in the file.
+    pub fn shift(&mut self, by: u64) {
+        self.data_start += by;
+        for line in &mut self.lines {
+            line.offset += by;
+            line.end += by;
+        }
+        for problem in &mut self.problems {
+            problem.start += by;
+            problem.end += by;
+        }
+    }
+
     /// The last value written for `name`.
     pub fn get(&self, name: &str) -> Option<&str> {
         self.lines
@@ -216,6 +232,7 @@ impl Header {
             g: None,
             h: None,
             problems,
+            mended: false,
         };
         header.read_settings();
         header.i = header.frame_def(FrameKind::I, "I", "I");

@@ -13,6 +13,7 @@ pub(crate) mod group;
 pub mod header;
 mod ledger;
 pub mod library;
+mod mended_header;
 mod parallel;
 pub mod predictor;
 pub mod salvage;
@@ -20,9 +21,11 @@ pub mod sink;
 pub mod stats;
 pub mod writer;
 
+use crate::periodic::{self, Blocks};
 use crate::report::{FileReport, Region, RegionKind, SessionReport};
 use decoder::{SessionBounds, SessionDecoder, Validation};
 use header::{Header, LOG_START_MARKER};
+use mended_header::Mended;
 pub use parallel::{MIN_PIECE, Splits, decode_in_parallel, decode_in_pieces};
 use sink::Sink;
 
@@ -135,12 +138,10 @@ pub fn decode_with<S: Sink>(
     mut on_session: impl FnMut(&Session, &mut S),
     sink: &mut S,
 ) -> FileReport {
-    let plan = Plan::of(file, sink);
-    let reports = plan
-        .bounds
-        .iter()
-        .map(|&bounds| {
-            let session = Plan::parse(file, bounds);
+    let plan = Plan::of(file, sink, validation);
+    let reports = (0..plan.bounds.len())
+        .map(|index| {
+            let session = plan.session(file, index);
             on_session(&session, sink);
             let report = plan.decoder(file, &session, validation).run(sink);
             sink.decoded(&report);
@@ -150,21 +151,63 @@ pub fn decode_with<S: Sink>(
     plan.report(path, file, reports)
 }
 
+/// Sessions on either side of one whose header blocks were written over whose headers may fill
+/// its holes (see [`mended_header::mend`]).
+const MENDING_SESSIONS: usize = 4;
+
 /// What decoding a file takes before its sessions: where they are, and whether the file was
 /// copied in text mode (decided on the first session's data).
 struct Plan {
     bounds: Vec<SessionBounds>,
     text_mode: bool,
+    /// Blocks written over the log at a fixed stride (see [`crate::periodic::written_over`]).
+    written_over: Option<Blocks>,
+    /// The headers they lie in, by session, mended.
+    mended: Vec<(usize, Mended)>,
 }
 
 impl Plan {
-    /// Find the sessions, telling `sink` how far the search has gone.
-    fn of(file: &[u8], sink: &mut impl Sink) -> Plan {
+    /// Find the sessions, telling `sink` how far the search has gone. Blocks written over the
+    /// log are looked for under the thorough rules only (the reference decoders know none).
+    fn of(file: &[u8], sink: &mut impl Sink, validation: Validation) -> Plan {
         let bounds = find_sessions_telling(file, &mut |offset| sink.searched(offset));
         let text_mode = bounds
             .first()
             .is_some_and(|&b| copied_in_text_mode(file, &Plan::parse(file, b)));
-        Plan { bounds, text_mode }
+        // Blocks written over the log show where they stand in a header's text.
+        let mut headers = Vec::new();
+        let mut damaged_headers = Vec::new();
+        for &b in &bounds {
+            let header = Plan::parse(file, b).header;
+            if !header.problems.is_empty() {
+                damaged_headers.push(mended_header::reach(b));
+            }
+            headers.push(b.start..(header.data_start as usize).min(b.end));
+        }
+        let thorough = validation == Validation::Thorough;
+        let written_over = match damaged_headers.is_empty() || !thorough {
+            true => None,
+            false => periodic::written_over(file, &damaged_headers),
+        };
+        let mended = written_over.as_ref().map_or_else(Vec::new, |blocks| {
+            (0..bounds.len())
+                .filter_map(|i| {
+                    // The nearest sessions' headers are those most like it.
+                    let near = i.saturating_sub(MENDING_SESSIONS)..(i + MENDING_SESSIONS + 1);
+                    let others: Vec<_> = near
+                        .filter(|&j| j != i)
+                        .filter_map(|j| headers.get(j).cloned())
+                        .collect();
+                    mended_header::mend(file, bounds[i], blocks, &others).map(|m| (i, m))
+                })
+                .collect()
+        });
+        Plan {
+            bounds,
+            text_mode,
+            written_over,
+            mended,
+        }
     }
 
     /// The session at `bounds`, its header parsed (one at a time: a file of many sessions never
@@ -176,14 +219,31 @@ impl Plan {
         }
     }
 
+    /// Session `index`, its header parsed, or mended where blocks were written over it.
+    fn session(&self, file: &[u8], index: usize) -> Session {
+        let bounds = self.bounds[index];
+        match self.mended.iter().find(|(i, _)| *i == index) {
+            Some((_, m)) => Session {
+                header: m.header.clone(),
+                bounds,
+            },
+            None => Plan::parse(file, bounds),
+        }
+    }
+
     fn decoder<'a>(
         &self,
         file: &'a [u8],
         session: &'a Session,
         validation: Validation,
     ) -> SessionDecoder<'a> {
+        let in_doubt = self
+            .mended
+            .iter()
+            .any(|(i, m)| self.bounds[*i] == session.bounds && m.in_doubt);
         SessionDecoder::new(file, &session.header, session.bounds, validation)
             .text_mode(self.text_mode)
+            .written_over(self.written_over.as_ref(), in_doubt)
     }
 
     /// The file's report: its sessions' reports, and the bytes before the first session.
@@ -202,7 +262,9 @@ impl Plan {
                 kind,
             });
         }
-        FileReport::new(path.to_owned(), file.len() as u64, reports, regions)
+        let mut report = FileReport::new(path.to_owned(), file.len() as u64, reports, regions);
+        report.periodic_overwrites = self.written_over.clone().map(Box::new);
+        report
     }
 }
 

@@ -55,7 +55,7 @@ pub fn decode_in_pieces<S: Sink>(
             super::decode_with(Validation::Thorough, path, file, |_, _| {}, &mut sink_of(0));
         return (report, Splits::default());
     }
-    let plan = Plan::of(file, &mut sink_of(0));
+    let plan = Plan::of(file, &mut sink_of(0), Validation::Thorough);
     let units = units(&plan, workers, min_piece.max(1));
     let next = AtomicUsize::new(0);
     let mut ends: Vec<(usize, PieceEnd)> = std::thread::scope(|scope| {
@@ -72,7 +72,7 @@ pub fn decode_in_pieces<S: Sink>(
                         let Some(unit) = units.get(i) else {
                             return done;
                         };
-                        let session = Plan::parse(file, plan.bounds[unit.session]);
+                        let session = plan.session(file, unit.session);
                         let end = plan
                             .decoder(file, &session, Validation::Thorough)
                             .run_piece(unit.take_piece(), &mut sink);

@@ -233,7 +233,7 @@ impl Reencoder<'_> {
             .and_then(|i| self.listing.get(i))
             .map_or_else(String::new, SuspectFrames::header_lines);
         let listed = |l: &&HeaderLine| l.name == SUSPECT_FRAMES;
-        let (writer, dropped) = if header.problems.is_empty() {
+        let (writer, dropped) = if header.problems.is_empty() && !header.mended {
             let mut bytes = Vec::with_capacity(data_start - start + listing.len());
             let mut at = start;
             for line in header.lines.iter().filter(listed) {

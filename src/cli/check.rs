@@ -630,6 +630,21 @@ fn write_text_mode_copy(out: &mut impl Write, report: &FileReport) -> io::Result
             copy.input_size
         )?;
     }
+    if let Some(blocks) = &report.periodic_overwrites {
+        writeln!(
+            out,
+            "  {} {}-byte blocks ({}) written over the log every {} bytes from offset {}: the \
+             frames that hold one, and those predicted from them, are in doubt",
+            blocks.count,
+            blocks.length,
+            blocks
+                .bytes
+                .as_deref()
+                .map_or_else(|| "bytes differing".to_string(), shortened),
+            blocks.stride,
+            blocks.first,
+        )?;
+    }
     if let Some(blocks) = &report.periodic_insertions {
         writeln!(
             out,
@@ -760,6 +775,11 @@ fn write_suspect_span(
         (None, Rule::ListedSuspect) => write!(
             out,
             ", kept as suspect by the salvage that wrote this log (its header lists the frames)"
+        )?,
+        (None, Rule::WrittenOver) => write!(
+            out,
+            ", a block written over the log lies in the first frame, and the frames after it are \
+             predicted from it"
         )?,
         (None, _) => {}
     }

@@ -5,7 +5,7 @@
 use super::Error;
 use crate::blackbox::sink::{EventFrame, Frame, Sink};
 use crate::dataflash;
-use crate::periodic::{self, Insertions};
+use crate::periodic::{self, Blocks};
 use crate::report::TextModeCopy;
 use crate::textmode::{self, Conversion};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -37,7 +37,7 @@ pub enum Input {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Restoration {
     pub text_mode_copy: Option<TextModeCopy>,
-    pub insertions: Option<Insertions>,
+    pub insertions: Option<Blocks>,
 }
 
 impl Input {
@@ -68,7 +68,7 @@ impl Input {
     }
 
     /// The periodic insertions removed, when there were any.
-    pub fn insertions(&self) -> Option<&Insertions> {
+    pub fn insertions(&self) -> Option<&Blocks> {
         match self {
             Input::Restored(_, restoration) => restoration.insertions.as_ref(),
             _ => None,

@@ -37,12 +37,19 @@ pub enum Model {
     PeriodicInsertions,
     /// The same, each block of other random bytes (a signed log's signatures).
     DifferingInsertions,
+    /// A chunk header of 3–8 bytes (a kind byte, the chunk's length in 16 bits, zeros) written
+    /// over the file every 1024, 2048 or 4096 bytes and its length, from anywhere in the first chunk: a
+    /// download that writes each chunk's header over the chunk's first bytes.
+    PeriodicOverwrites,
 }
 
 impl Model {
     /// The periodic insertions, measured apart: by what reading the file without them recovers
     /// (`tests/suite/periodic.rs`).
     pub const PERIODIC: [Model; 2] = [Model::PeriodicInsertions, Model::DifferingInsertions];
+    /// Blocks written over a Blackbox log at a fixed stride, measured with the models of
+    /// [`Model::ALL`] for Blackbox (`tests/suite/quality.rs`).
+    pub const WRITTEN_OVER: [Model; 1] = [Model::PeriodicOverwrites];
     /// Every model that damages bytes where they lie, in the order reports list them.
     pub const ALL: [Model; 11] = [
         Model::DropRuns,
@@ -74,6 +81,7 @@ impl Model {
             Model::HeaderLine => "header-line",
             Model::PeriodicInsertions => "periodic-insertions",
             Model::DifferingInsertions => "differing-insertions",
+            Model::PeriodicOverwrites => "periodic-overwrites",
         }
     }
 
@@ -85,7 +93,10 @@ impl Model {
 
     /// Whether the model changes values in place (rather than removing, inserting or zeroing).
     pub fn changes_values_in_place(self) -> bool {
-        matches!(self, Model::BitFlips | Model::Newline | Model::NewlineMixed)
+        matches!(
+            self,
+            Model::BitFlips | Model::Newline | Model::NewlineMixed | Model::PeriodicOverwrites
+        )
     }
 
     /// Whether the model is a text-mode copy.
@@ -97,7 +108,7 @@ impl Model {
 /// One change made to the input.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Change {
-    /// `drop`, `insert`, `flip`, `zero`, `truncate`, `newline` or `header`.
+    /// `drop`, `insert`, `flip`, `zero`, `truncate`, `newline`, `header` or `overwrite`.
     pub kind: &'static str,
     /// Where the change is in the damaged output.
     pub offset: u64,
@@ -351,6 +362,18 @@ pub fn damage(input: &[u8], model: Model, seed: u64) -> Damaged {
                     block[0] = block[1].wrapping_add(1);
                 }
                 edits.push((at, Edit::Insert(block.clone()), "insert"));
+            }
+        }
+        Model::PeriodicOverwrites => {
+            let len = rng.range(3, 9);
+            let chunk = 1024 << rng.range(0, 3);
+            let mut block = vec![0; len];
+            block[0] = rng.range(0, 16) as u8;
+            block[1..3].copy_from_slice(&(chunk as u16).to_le_bytes());
+            let every = chunk + len;
+            for at in (rng.range(0, every)..input.len()).step_by(every) {
+                let over = block[..len.min(input.len() - at)].to_vec();
+                edits.push((at, Edit::Replace(over), "overwrite"));
             }
         }
         Model::HeaderLine => {

@@ -331,7 +331,7 @@ fn check_periodic(
     report: &crate::report::FileReport,
     corrupt_spans: impl Fn(&[u8]) -> Vec<(u64, u64)>,
 ) {
-    let removes_their_bytes = |restored: &[u8], blocks: &crate::periodic::Insertions| {
+    let removes_their_bytes = |restored: &[u8], blocks: &crate::periodic::Blocks| {
         assert_eq!(
             restored.len() as u64 + blocks.count * blocks.length,
             data.len() as u64,

@@ -175,3 +175,83 @@ fn a_signed_logs_blocks_are_taken_out_and_its_trailer_stays() {
     println!("signed layout: blocks found and taken out in {found} of {logs} DataFlash logs");
     assert!(found * 10 >= logs * 8, "{found} of {logs}");
 }
+
+/// The records of a JSON Lines export by offset, without their trust and session (a block over a
+/// session's start marker joins it to the one before).
+fn records(exported: &[u8]) -> std::collections::HashMap<u64, Value> {
+    exported
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .filter_map(|l| {
+            let mut r: Value = serde_json::from_slice(l).unwrap();
+            let offset = r.get("offset")?.as_u64()?;
+            (r["type"] != "session").then(|| {
+                let fields = r.as_object_mut().unwrap();
+                fields.remove("trust");
+                fields.remove("session");
+                (offset, r)
+            })
+        })
+        .collect()
+}
+
+/// A download that writes a 3-byte chunk header (`00 08 00`) over the first bytes of every
+/// 2048-byte chunk, as a phone app does: where a block lands in a session's header, the blocks
+/// are named, the header is read as far as the file shows it, no frame is trusted that is not
+/// the clean log's (a frame holding a block, and those predicted from it, are suspect), and
+/// the salvaged log reads without a corrupt span.
+#[test]
+fn blocks_written_over_a_log_are_named_and_no_frame_under_them_is_trusted() {
+    let dir = TempDir::new("written-over");
+    let (first, stride) = (1869, 2051);
+    let (mut logs, mut suspect) = (0, 0);
+    for (name, data) in common::clean_real_logs() {
+        if name.starts_with("ardupilot/") {
+            continue;
+        }
+        let sessions = bbcheck::blackbox::sessions(&data);
+        let in_header = sessions
+            .iter()
+            .any(|s| (s.bounds.start..s.header.data_start as usize).contains(&first));
+        let mut copy = data.clone();
+        for at in (first..copy.len()).step_by(stride) {
+            let end = (at + 3).min(copy.len());
+            copy[at..end].copy_from_slice(&b"\x00\x08\x00"[..end - at]);
+        }
+        let (clean, damaged) = (dir.join("clean"), dir.join("copy"));
+        std::fs::write(&clean, &data).unwrap();
+        std::fs::write(&damaged, &copy).unwrap();
+        let report = check_json(&damaged);
+        let blocks = &report["periodic_overwrites"];
+        if !in_header {
+            continue;
+        }
+        logs += 1;
+        let count = (copy.len() - first).div_ceil(stride);
+        let expected = serde_json::json!({
+            "first": first, "stride": stride, "length": 3, "count": count, "bytes": "000800",
+            "input_size": copy.len(),
+        });
+        assert_eq!(blocks, &expected, "{name}");
+        let truth = records(&export(&clean));
+        let exported = export(&damaged);
+        for line in exported.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            let mut r: Value = serde_json::from_slice(line).unwrap();
+            if r["type"] == "session" {
+                continue;
+            }
+            if r.get("trust").is_some() {
+                suspect += 1;
+                continue;
+            }
+            r.as_object_mut().unwrap().remove("session");
+            let offset = r["offset"].as_u64().unwrap();
+            assert_eq!(truth.get(&offset), Some(&r), "{name}: trusted at {offset}");
+        }
+        salvage(&damaged, &dir.join("copy.out"));
+        let again = check_json(&dir.join("copy.out"));
+        assert_eq!(again["corrupt_spans"], serde_json::json!([]), "{name}");
+    }
+    println!("blocks written over {logs} logs' headers found; {suspect} frames kept suspect");
+    assert!(logs >= 8, "{logs} logs with a block in the header");
+}
