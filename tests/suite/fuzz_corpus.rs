@@ -119,12 +119,19 @@ fn dataflash_seeds() -> BTreeMap<String, Vec<u8>> {
         .collect()
 }
 
-/// Every damage model applied to every seed: file name, damaged bytes and the truth as JSON.
+/// Every damage model applied to every seed (blocks written over the log to the Blackbox ones):
+/// file name, damaged bytes and the truth as JSON.
 fn damaged() -> BTreeMap<String, Vec<u8>> {
     let mut files = BTreeMap::new();
+    let blackbox: Vec<_> = seeds().into_keys().collect();
     for (name, seed) in seeds().into_iter().chain(dataflash_seeds()) {
         let (stem, extension) = name.rsplit_once('.').expect("seed names have an extension");
-        for model in Model::ALL {
+        // Blocks written over a log are found in a Blackbox header.
+        let written_over = match blackbox.contains(&name) {
+            true => &Model::WRITTEN_OVER[..],
+            false => &[],
+        };
+        for &model in Model::ALL.iter().chain(written_over) {
             let d = damage(&seed, model, DAMAGE_SEED);
             let file = format!("{stem}.{}.{DAMAGE_SEED}", model.name());
             let truth = serde_json::to_string_pretty(&d).unwrap() + "\n";
