@@ -202,6 +202,9 @@ struct Reencoder<'a> {
     /// frame written was.
     suspect_written: SuspectFrames,
     last_main_suspect: bool,
+    /// The current session's listing in `listing`, for looking iterations up: a frame of an
+    /// iteration it lists reads as suspect in the log written.
+    listed: SuspectFrames,
     /// Per session written, the main frames it wrote as suspect.
     suspect_by_session: Vec<(usize, SuspectFrames)>,
     /// The input offset decoding has reached (for progress bars and releasing mapped pages).
@@ -355,6 +358,12 @@ impl Reencoder<'_> {
         self.anchors.clear();
         self.suspect_written = SuspectFrames::default();
         self.last_main_suspect = false;
+        self.listed = session
+            .bounds
+            .index
+            .checked_sub(1)
+            .and_then(|i| self.listing.get(i))
+            .map_or_else(SuspectFrames::default, SuspectFrames::for_lookup);
         self.summary = Some(SalvagedSession {
             index: session.bounds.index,
             input_start: start as u64,
@@ -533,9 +542,12 @@ impl Reencoder<'_> {
                 if let Some(s) = &mut self.summary {
                     s.suspect_kept += u64::from(suspect);
                 }
+                // Listed as the log written will read: a trusted frame of an iteration the
+                // listing names (one written twice) reads as suspect there.
+                let reads_suspect = suspect || self.listed.contains(iteration);
                 self.suspect_written
-                    .note(iteration, suspect, self.last_main_suspect);
-                self.last_main_suspect = suspect;
+                    .note(iteration, reads_suspect, self.last_main_suspect);
+                self.last_main_suspect = reads_suspect;
                 self.expected_iteration = Some(
                     iteration
                         .wrapping_add(1)
@@ -676,6 +688,7 @@ fn salvage_once(
         listing: &plan.listing,
         suspect_written: SuspectFrames::default(),
         last_main_suspect: false,
+        listed: SuspectFrames::default(),
         suspect_by_session: Vec::new(),
         reached,
     };

@@ -30,7 +30,7 @@ impl SuspectFrames {
     /// The frames the header's `Suspect frames` lines list; a range that does not read as
     /// `first-last` (or one iteration) is left out.
     pub fn from_header(header: &Header) -> SuspectFrames {
-        let mut ranges: Vec<(u32, u32)> = header
+        let ranges: Vec<(u32, u32)> = header
             .lines
             .iter()
             .filter(|l| l.name == SUSPECT_FRAMES)
@@ -41,6 +41,16 @@ impl SuspectFrames {
                 (first <= last).then_some((first, last))
             })
             .collect();
+        SuspectFrames::sorted(ranges)
+    }
+
+    /// The frames `written` lists, as [`SuspectFrames::contains`] looks them up.
+    pub fn for_lookup(written: &SuspectFrames) -> SuspectFrames {
+        SuspectFrames::sorted(written.ranges.clone())
+    }
+
+    /// `ranges` sorted, overlapping ones joined.
+    fn sorted(mut ranges: Vec<(u32, u32)>) -> SuspectFrames {
         ranges.sort_unstable();
         // Overlapping ranges become one, so that each iteration is looked up in one range.
         let mut merged: Vec<(u32, u32)> = Vec::with_capacity(ranges.len());
