@@ -1184,7 +1184,10 @@ impl<'a> SessionDecoder<'a> {
     /// Record the frame held back after damage: trusted when what came next followed it in step
     /// (`followed`) and nothing was refused since.
     fn settle_pending(&mut self, followed: bool, sink: &mut impl Sink) {
-        if let Some(p) = self.pending.take() {
+        // Checked first: taking moves the whole frame out, on every frame accepted.
+        if self.pending.is_some()
+            && let Some(p) = self.pending.take()
+        {
             let trust = (followed && !p.refused).then_some(Trust::Trusted);
             self.ledger.commit(&p.item, &p.values, trust, sink);
         }
