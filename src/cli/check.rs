@@ -637,10 +637,7 @@ fn write_text_mode_copy(out: &mut impl Write, report: &FileReport) -> io::Result
              frames that hold one, and those predicted from them, are in doubt",
             blocks.count,
             blocks.length,
-            blocks
-                .bytes
-                .as_deref()
-                .map_or_else(|| "bytes differing".to_string(), shortened),
+            block_bytes(blocks),
             blocks.stride,
             blocks.first,
         )?;
@@ -652,16 +649,21 @@ fn write_text_mode_copy(out: &mut impl Write, report: &FileReport) -> io::Result
              removed; offsets are the log's without them",
             blocks.count,
             blocks.length,
-            blocks
-                .bytes
-                .as_deref()
-                .map_or_else(|| "bytes differing".to_string(), shortened),
+            block_bytes(blocks),
             blocks.stride,
             blocks.first,
             blocks.input_size
         )?;
     }
     Ok(())
+}
+
+/// A periodic block's bytes as a line shows them.
+fn block_bytes(blocks: &crate::periodic::Blocks) -> String {
+    blocks
+        .bytes
+        .as_deref()
+        .map_or_else(|| "bytes differing".to_string(), shortened)
 }
 
 /// Hex bytes as a line shows them: the first 16, then an ellipsis.
