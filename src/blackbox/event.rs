@@ -53,6 +53,10 @@ pub enum Event {
     RescueState { state: u32 },
     /// 52 (Rotorflight): the craft took off or landed.
     AirborneState { state: u32 },
+    /// 100 (Rotorflight): bytes the firmware logged, at most 255.
+    CustomData { bytes: Box<[u8]> },
+    /// 101 (Rotorflight): text the firmware logged, at most 255 bytes.
+    CustomText { text: Box<[u8]> },
     /// 255: the log ends here; INAV adds the disarm reason.
     LogEnd { disarm_reason: Option<u32> },
 }
@@ -79,6 +83,8 @@ pub mod id {
     pub const GOVERNOR_STATE: u8 = 50;
     pub const RESCUE_STATE: u8 = 51;
     pub const AIRBORNE_STATE: u8 = 52;
+    pub const CUSTOM_DATA: u8 = 100;
+    pub const CUSTOM_TEXT: u8 = 101;
     pub const LOG_END: u8 = 255;
 }
 
@@ -89,8 +95,8 @@ pub enum Dialect {
     Betaflight,
     /// INAV's (40: an IMU failure).
     Inav,
-    /// Rotorflight's: Betaflight's, and 50 to 52 for its governor's, rescue's and airborne
-    /// states.
+    /// Rotorflight's: Betaflight's, 50 to 52 for its governor's, rescue's and airborne states,
+    /// and 100 and 101 for data and text of a length given in their first byte.
     Rotorflight,
 }
 
@@ -123,6 +129,16 @@ fn s16(input: &[u8]) -> CodecResult<'_, i16> {
 
 fn f32le(input: &[u8]) -> CodecResult<'_, f32> {
     bytes::<4>(input).map(|(r, b)| (r, f32::from_le_bytes(b)))
+}
+
+/// A byte giving a length, and that many bytes.
+fn counted(input: &[u8]) -> CodecResult<'_, Box<[u8]>> {
+    let (rest, length) = byte(input)?;
+    let length = usize::from(length);
+    match rest.get(..length) {
+        Some(taken) => Ok((&rest[length..], taken.into())),
+        None => Err(CodecError::at(rest, CodecErrorKind::Eof)),
+    }
 }
 
 fn log_end(input: &[u8]) -> CodecResult<'_, Option<u32>> {
@@ -251,6 +267,14 @@ impl Event {
                 };
                 (r, event)
             }
+            id::CUSTOM_DATA | id::CUSTOM_TEXT if dialect == Dialect::Rotorflight => {
+                let (r, bytes) = counted(input)?;
+                let event = match id {
+                    id::CUSTOM_DATA => Event::CustomData { bytes },
+                    _ => Event::CustomText { text: bytes },
+                };
+                (r, event)
+            }
             id::LOG_END => {
                 let (r, disarm_reason) = log_end(input)?;
                 (r, Event::LogEnd { disarm_reason })
@@ -276,6 +300,8 @@ impl Event {
             Event::GovernorState { .. } => id::GOVERNOR_STATE,
             Event::RescueState { .. } => id::RESCUE_STATE,
             Event::AirborneState { .. } => id::AIRBORNE_STATE,
+            Event::CustomData { .. } => id::CUSTOM_DATA,
+            Event::CustomText { .. } => id::CUSTOM_TEXT,
             Event::LogEnd { .. } => id::LOG_END,
         }
     }
@@ -297,6 +323,8 @@ impl Event {
             Event::GovernorState { .. } => "governor_state",
             Event::RescueState { .. } => "rescue_state",
             Event::AirborneState { .. } => "airborne_state",
+            Event::CustomData { .. } => "custom_data",
+            Event::CustomText { .. } => "custom_text",
             Event::LogEnd { .. } => "log_end",
         }
     }
@@ -353,6 +381,8 @@ impl Event {
             Event::GovernorState { state } => json!({ "govState": state }),
             Event::RescueState { state } => json!({ "rescueState": state }),
             Event::AirborneState { state } => json!({ "airborneState": state }),
+            Event::CustomData { ref bytes } => json!({ "data": bytes }),
+            Event::CustomText { ref text } => json!({ "text": String::from_utf8_lossy(text) }),
             Event::LogEnd { disarm_reason } => match disarm_reason {
                 Some(r) => json!({ "disarmReason": r }),
                 None => json!({}),
@@ -425,6 +455,12 @@ impl Event {
             Event::GovernorState { state }
             | Event::RescueState { state }
             | Event::AirborneState { state } => write_unsigned_vb(out, state),
+            Event::CustomData { bytes: ref counted } | Event::CustomText { text: ref counted } => {
+                // Decoded from a length byte, so at most 255 long.
+                let counted = &counted[..counted.len().min(255)];
+                out.push(counted.len() as u8);
+                out.extend_from_slice(counted);
+            }
             Event::LogEnd { disarm_reason } => match disarm_reason {
                 Some(r) => {
                     out.extend_from_slice(format!("End of log (disarm reason:{r})\0").as_bytes())
@@ -522,6 +558,19 @@ mod tests {
             (Event::RescueState { state: 1 }, Dialect::Rotorflight),
             (Event::AirborneState { state: 300 }, Dialect::Rotorflight),
             (
+                Event::CustomData {
+                    bytes: [0, 255, 7].into(),
+                },
+                Dialect::Rotorflight,
+            ),
+            (
+                Event::CustomText {
+                    text: b"governor spooled up".as_slice().into(),
+                },
+                Dialect::Rotorflight,
+            ),
+            (Event::CustomText { text: [].into() }, Dialect::Rotorflight),
+            (
                 Event::LogEnd {
                     disarm_reason: None,
                 },
@@ -558,5 +607,14 @@ mod tests {
             Event::decode(&[50, 4], Dialect::Betaflight),
             Err(EventError::UnknownId(50))
         );
+        assert_eq!(
+            Event::decode(&[101, 1, b'a'], Dialect::Betaflight),
+            Err(EventError::UnknownId(101))
+        );
+        // A length past the bytes there are is a cut payload.
+        assert!(matches!(
+            Event::decode(&[100, 3, 1, 2], Dialect::Rotorflight),
+            Err(EventError::Codec(_))
+        ));
     }
 }

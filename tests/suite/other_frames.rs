@@ -139,9 +139,10 @@ fn a_frame_between_two_damaged_stretches_is_refused() {
     assert!(got.0.iter().any(|f| f.0 == FrameKind::H && f.1 == home.1));
 }
 
-/// A Betaflight 4 flight re-written with its firmware revision `revision` and a governor-state
-/// event (Rotorflight's id 50) after every 100th main frame; also how many were written.
-fn with_governor_events(revision: &str) -> (Vec<u8>, usize) {
+/// A Betaflight 4 flight re-written with its firmware revision `revision` and one of
+/// Rotorflight's own events (a governor's state, id 50; data and text of a length given in their
+/// first byte, 100 and 101) after every 100th main frame, in turn; also the events written.
+fn with_rotorflight_events(revision: &str) -> (Vec<u8>, Vec<bbcheck::blackbox::event::Event>) {
     use bbcheck::blackbox::event::Event;
     use bbcheck::blackbox::writer::SessionWriter;
     use bbcheck::testkit::fuzzing::{Collect, Record};
@@ -156,46 +157,58 @@ fn with_governor_events(revision: &str) -> (Vec<u8>, usize) {
         .unwrap();
     let header = header.replace(line, &format!("H Firmware revision:{revision}"));
     let mut writer = SessionWriter::from_header_bytes(header.as_bytes());
-    let (mut mains, mut events) = (0, 0);
+    let (mut mains, mut events) = (0, Vec::new());
     for record in &records.0 {
         match record {
             Record::Frame(kind @ (FrameKind::I | FrameKind::P), values) => {
                 writer.main(*kind, values);
                 mains += 1;
                 if mains % 100 == 0 {
-                    writer.event(&Event::GovernorState { state: mains / 100 });
-                    events += 1;
+                    let n = mains / 100;
+                    let event = match n % 3 {
+                        0 => Event::GovernorState { state: n },
+                        1 => Event::CustomData {
+                            bytes: (0..n % 256).map(|b| b as u8).collect(),
+                        },
+                        _ => Event::CustomText {
+                            text: format!("E{n}: headspeed").into_bytes().into(),
+                        },
+                    };
+                    writer.event(&event);
+                    events.push(event);
                 }
             }
             Record::Frame(kind, values) => writer.other(*kind, values),
             Record::Event(event) => writer.event(event),
         }
     }
-    (writer.finish(), events as usize)
+    (writer.finish(), events)
 }
 
 #[test]
 fn a_rotorflight_logs_own_events_are_read() {
-    let (data, written) = with_governor_events("Rotorflight 4.3.0 (norevision) STM32F411");
-    let mut records = bbcheck::testkit::fuzzing::Collect::default();
+    use bbcheck::blackbox::event::Event;
+    use bbcheck::testkit::fuzzing::{Collect, Record};
+    let (data, written) = with_rotorflight_events("Rotorflight 4.3.0 (norevision) STM32F411");
+    let mut records = Collect::default();
     let report = bbcheck::blackbox::decode("t", &data, |_, _| {}, &mut records);
     assert!(report.is_clean(), "{:?}", report.corrupt_spans);
-    let governor = records
+    let own: Vec<&Event> = records
         .0
         .iter()
-        .filter(|r| {
-            matches!(
-                r,
-                bbcheck::testkit::fuzzing::Record::Event(
-                    bbcheck::blackbox::event::Event::GovernorState { .. }
-                )
-            )
+        .filter_map(|r| match r {
+            Record::Event(
+                e @ (Event::GovernorState { .. }
+                | Event::CustomData { .. }
+                | Event::CustomText { .. }),
+            ) => Some(e),
+            _ => None,
         })
-        .count();
-    assert!(written > 5, "{written}");
-    assert_eq!(governor, written);
+        .collect();
+    assert!(written.len() > 5, "{}", written.len());
+    assert_eq!(own, written.iter().collect::<Vec<_>>());
     // The same bytes from another firmware: an event no decoder can step over.
-    let (data, _) = with_governor_events("Betaflight 4.5.1 (77d01ba3b) STM32F7X2");
+    let (data, _) = with_rotorflight_events("Betaflight 4.5.1 (77d01ba3b) STM32F7X2");
     let (_, report) = decode(&data);
     assert!(!report.corrupt_spans.is_empty());
 }
