@@ -14,7 +14,7 @@ use arrow_array::{
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
-use parquet::file::properties::{WriterProperties, WriterVersion};
+use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterVersion};
 use parquet::schema::types::ColumnPath;
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -40,6 +40,9 @@ pub const ENCODER_MEMORY: usize = 32 << 20;
 /// Most distinct words in a `Label` column (keys are 8-bit, and a reader takes at most 127);
 /// past them, null.
 pub const LABEL_WORDS: usize = 127;
+/// Batches waiting for the encoding thread, at most: enough that the thread gathering rows rarely
+/// waits for it (each holds half a MiB).
+pub const QUEUED_JOBS: usize = 8;
 /// The zstd level: on columns stored by their deltas, 3 gains nothing over 1 and costs time.
 const ZSTD_LEVEL: i32 = 1;
 /// Jobs after which a table not written to since ends its row group. An open row group holds a
@@ -280,8 +283,8 @@ fn parquet_error(e: parquet::errors::ParquetError) -> io::Error {
 type Job = Box<dyn FnOnce() + Send>;
 
 /// The thread that encodes and writes the batches of a set of tables, one job at a time in the
-/// order given, while the tables' rows are gathered on the caller's thread. Two jobs wait at
-/// most. Dropping it waits for every job given; drop its tables first.
+/// order given, while the tables' rows are gathered on the caller's thread. [`QUEUED_JOBS`] wait
+/// at most. Dropping it waits for every job given; drop its tables first.
 pub struct Encoder {
     jobs: Option<SyncSender<Job>>,
     thread: Option<JoinHandle<()>>,
@@ -345,7 +348,7 @@ impl RowGroups {
 impl Encoder {
     /// Start the thread.
     pub fn new() -> io::Result<Encoder> {
-        let (jobs, received) = sync_channel::<Job>(2);
+        let (jobs, received) = sync_channel::<Job>(QUEUED_JOBS);
         let thread = std::thread::Builder::new()
             .name("parquet".into())
             .spawn(move || {
@@ -429,6 +432,10 @@ impl<W: Write + Send + 'static> Table<W> {
             .set_compression(Compression::ZSTD(level))
             .set_writer_version(WriterVersion::PARQUET_2_0)
             .set_dictionary_enabled(false)
+            // Minimum and maximum per column chunk (what a query skips row groups by), not per
+            // page; values handed to the column writers a batch at a time.
+            .set_statistics_enabled(EnabledStatistics::Chunk)
+            .set_write_batch_size(MAX_BATCH_ROWS)
             .set_data_page_row_count_limit(usize::MAX)
             .set_data_page_size_limit(PAGE_BYTES)
             .set_max_row_group_row_count(Some(ROW_GROUP_ROWS));
