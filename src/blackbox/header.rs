@@ -12,6 +12,38 @@ use nom::sequence::separated_pair;
 pub const LOG_START_MARKER: &[u8] =
     b"H Product:Blackbox flight data recorder by Nicholas Sherlock\n";
 
+/// The most bytes of a log start marker, in one stretch, that may differ for the marker to be
+/// found still: a block of a download's chunk headers written over it, a few bytes gone bad.
+/// The rest of the marker (44 bytes or more) holds at least one of its two ends whole.
+pub const MARKER_HOLE: usize = 16;
+
+/// The bytes at either end of the log start marker one of which a hole of at most
+/// [`MARKER_HOLE`] bytes leaves whole: a holed marker is looked for by them.
+pub const MARKER_ENDS: [&[u8]; 2] = [
+    LOG_START_MARKER.split_at(MARKER_END).0,
+    LOG_START_MARKER
+        .split_at(LOG_START_MARKER.len() - MARKER_END)
+        .1,
+];
+const MARKER_END: usize = (LOG_START_MARKER.len() - MARKER_HOLE) / 2;
+
+/// Whether the bytes at `at` are the log start marker with one stretch of at most
+/// [`MARKER_HOLE`] bytes in it differing (and some differing: not the marker itself).
+pub fn holed_marker_at(file: &[u8], at: usize) -> bool {
+    let Some(bytes) = at
+        .checked_add(LOG_START_MARKER.len())
+        .and_then(|end| file.get(at..end))
+    else {
+        return false;
+    };
+    let differs = |i: &usize| bytes[*i] != LOG_START_MARKER[*i];
+    let mut differing = (0..bytes.len()).filter(differs);
+    match (differing.next(), differing.next_back()) {
+        (Some(first), last) => last.unwrap_or(first) - first < MARKER_HOLE,
+        (None, _) => false,
+    }
+}
+
 /// Header lines longer than this are damage (the longest real ones are about 1.2 KB).
 pub const MAX_HEADER_LINE: usize = 64 * 1024;
 
@@ -145,6 +177,15 @@ impl Header {
         let mut lines = Vec::new();
         let mut problems = Vec::new();
         let mut pos = start;
+        // A marker some of whose bytes were lost still starts the session, and says nothing.
+        if start + LOG_START_MARKER.len() <= end && holed_marker_at(file, start) {
+            pos += LOG_START_MARKER.len();
+            problems.push(HeaderProblem {
+                start: start as u64,
+                end: pos as u64,
+                message: "the log start marker is damaged".into(),
+            });
+        }
         while pos < end {
             let b = file[pos];
             if b == b'H' {

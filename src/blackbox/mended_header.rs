@@ -1,13 +1,14 @@
 //! A session header under blocks written over the log (see [`crate::periodic::written_over`]).
 //! The bytes under a block are lost, but the line around it keeps its length, so the same line
 //! elsewhere fills the hole: another session's header in the file (any line: the same craft), the
-//! header library (the lines that say how frames decode, which a firmware build fixes), or, for
+//! header library (the lines that say how frames decode, which a firmware build fixes), the log
+//! start marker (the same in every log), or, for
 //! a frame definition whose name alone is hit, the one definition line of that length the header
 //! lacks. A hole nothing fills leaves the header in doubt where its line may have been one the
 //! decoding reads.
 
 use super::decoder::SessionBounds;
-use super::header::Header;
+use super::header::{Header, LOG_START_MARKER};
 use super::library::LIBRARY;
 use crate::periodic::Blocks;
 use std::ops::Range;
@@ -165,7 +166,8 @@ impl Line<'_> {
         }
         let from_others = others.iter().flat_map(|text| self.fills_in(text, |_| true));
         let from_library = self.fills_in(LIBRARY.as_bytes(), is_layout_line);
-        let mut fills = from_others.chain(from_library);
+        let from_marker = self.fills_in(LOG_START_MARKER, |_| true);
+        let mut fills = from_others.chain(from_library).chain(from_marker);
         let first = fills.next()?;
         fills.all(|f| f == first).then_some(first)
     }
@@ -338,6 +340,23 @@ mod tests {
         // Alone in its file, the craft's constant is lost: the first motor cannot be read.
         let m = mended(HEADER, at, &[]);
         assert!(m.header.i.is_none());
+    }
+
+    #[test]
+    fn a_hole_in_the_log_start_marker_is_filled_from_the_marker() {
+        // (A block over its newline joins it to the next line, which the marker cannot fill.)
+        for at in [0, 30, LOG_START_MARKER.len() - 4] {
+            let m = mended(HEADER, at, &[]);
+            assert!(
+                m.header.problems.is_empty(),
+                "{at}: {:?}",
+                m.header.problems
+            );
+            assert_eq!(
+                m.header.get("Product"),
+                Some("Blackbox flight data recorder by Nicholas Sherlock")
+            );
+        }
     }
 
     #[test]

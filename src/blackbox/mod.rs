@@ -24,23 +24,38 @@ pub mod writer;
 use crate::periodic::{self, Blocks};
 use crate::report::{FileReport, Region, RegionKind, SessionReport};
 use decoder::{SessionBounds, SessionDecoder, Validation};
-use header::{Header, LOG_START_MARKER};
+use header::{Header, LOG_START_MARKER, MARKER_ENDS};
 use mended_header::Mended;
 pub use parallel::{MIN_PIECE, Splits, decode_in_parallel, decode_in_pieces};
 use sink::Sink;
 
-/// Byte ranges of the sessions in `file`: each starts at a log start marker and runs to the next.
+/// Byte ranges of the sessions in `file`: each starts at a log start marker (or one with a few
+/// bytes lost, see [`header::holed_marker_at`]) and runs to the next.
 pub fn find_sessions(file: &[u8]) -> Vec<SessionBounds> {
-    find_sessions_telling(file, &mut |_| {})
+    find_sessions_telling(file, Markers::Holed, &mut |_| {})
+}
+
+/// Which log start markers start a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Markers {
+    /// Only whole ones (as the reference decoders find them).
+    Whole,
+    /// Also those with a stretch of a few bytes lost.
+    Holed,
 }
 
 /// Bytes searched for log start markers between two calls of [`find_sessions_telling`]'s `searched`.
 const SEARCH_STEP: usize = 4 << 20;
 
-/// [`find_sessions`], telling `searched` how far the search has gone every [`SEARCH_STEP`] bytes
-/// (so that a mapped file's pages behind can be released as it goes).
-fn find_sessions_telling(file: &[u8], searched: &mut dyn FnMut(usize)) -> Vec<SessionBounds> {
+/// [`find_sessions`] of `markers`, telling `searched` how far the search has gone every
+/// [`SEARCH_STEP`] bytes (so that a mapped file's pages behind can be released as it goes).
+fn find_sessions_telling(
+    file: &[u8],
+    markers: Markers,
+    searched: &mut dyn FnMut(usize),
+) -> Vec<SessionBounds> {
     let finder = memchr::memmem::Finder::new(LOG_START_MARKER);
+    let [head, tail] = MARKER_ENDS.map(memchr::memmem::Finder::new);
     let mut starts = Vec::new();
     let mut from = 0;
     while from < file.len() {
@@ -49,7 +64,26 @@ fn find_sessions_telling(file: &[u8], searched: &mut dyn FnMut(usize)) -> Vec<Se
         let window = &file[from..to
             .saturating_add(LOG_START_MARKER.len() - 1)
             .min(file.len())];
-        starts.extend(finder.find_iter(window).map(|at| from + at));
+        match markers {
+            Markers::Whole => starts.extend(finder.find_iter(window).map(|at| from + at)),
+            Markers::Holed => {
+                // Each end of the marker stands where a marker (whole, or with a hole in the
+                // other end or between them) would start.
+                let found = starts.len();
+                let tail_at = LOG_START_MARKER.len() - tail.needle().len();
+                let heads = head.find_iter(window).map(|at| from + at);
+                let tails = tail
+                    .find_iter(window)
+                    .filter_map(|at| (from + at).checked_sub(tail_at));
+                starts.extend(heads.chain(tails).filter(|&at| {
+                    (from..to).contains(&at)
+                        && (file[at..].starts_with(LOG_START_MARKER)
+                            || header::holed_marker_at(file, at))
+                }));
+                starts[found..].sort_unstable();
+                starts.dedup();
+            }
+        }
         searched(to);
         from = to;
     }
@@ -64,9 +98,15 @@ fn find_sessions_telling(file: &[u8], searched: &mut dyn FnMut(usize)) -> Vec<Se
         .collect()
 }
 
-/// Whether the bytes contain a Blackbox session at all.
+/// Whether the bytes contain a Blackbox session at all (a log start marker, whole or with a few
+/// bytes lost).
 pub fn is_blackbox(file: &[u8]) -> bool {
-    memchr::memmem::find(file, LOG_START_MARKER).is_some()
+    MARKER_ENDS.iter().enumerate().any(|(end, needle)| {
+        let back = end * (LOG_START_MARKER.len() - needle.len());
+        memchr::memmem::find_iter(file, needle)
+            .filter_map(|at| at.checked_sub(back))
+            .any(|at| file[at..].starts_with(LOG_START_MARKER) || header::holed_marker_at(file, at))
+    })
 }
 
 /// Bytes a file must hold to be judged headless frame data.
@@ -170,7 +210,12 @@ impl Plan {
     /// Find the sessions, telling `sink` how far the search has gone. Blocks written over the
     /// log are looked for under the thorough rules only (the reference decoders know none).
     fn of(file: &[u8], sink: &mut impl Sink, validation: Validation) -> Plan {
-        let bounds = find_sessions_telling(file, &mut |offset| sink.searched(offset));
+        // The reference decoders know whole markers only.
+        let markers = match validation {
+            Validation::Thorough => Markers::Holed,
+            Validation::Reference => Markers::Whole,
+        };
+        let bounds = find_sessions_telling(file, markers, &mut |offset| sink.searched(offset));
         let text_mode = bounds
             .first()
             .is_some_and(|&b| copied_in_text_mode(file, &Plan::parse(file, b)));
@@ -285,7 +330,7 @@ mod tests {
             file[at..at + LOG_START_MARKER.len()].copy_from_slice(LOG_START_MARKER);
         }
         let mut told = Vec::new();
-        let bounds = find_sessions_telling(&file, &mut |offset| told.push(offset));
+        let bounds = find_sessions_telling(&file, Markers::Holed, &mut |offset| told.push(offset));
         let found: Vec<usize> = bounds.iter().map(|b| b.start).collect();
         assert_eq!(found, starts);
         assert_eq!(bounds.last().map(|b| b.end), Some(file.len()));

@@ -902,7 +902,7 @@ pub fn lacks_header(input: &[u8], searched: &mut dyn FnMut(usize)) -> bool {
 
 /// The stretches of `input` to keep: (whether a header must go in front, start, end).
 fn headerless_pieces(input: &[u8], searched: &mut dyn FnMut(usize)) -> Vec<(bool, usize, usize)> {
-    let sessions = super::find_sessions_telling(input, searched);
+    let sessions = super::find_sessions_telling(input, super::Markers::Holed, searched);
     let mut pieces: Vec<(bool, usize, usize)> = Vec::new();
     let first = sessions.first().map_or(input.len(), |s| s.start);
     if sessions.is_empty() || super::is_headless_frame_data(&input[..first]) {

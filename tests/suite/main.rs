@@ -34,6 +34,7 @@ mod robustness;
 mod roundtrip;
 mod salvage;
 mod shipped_corpus;
+mod start_marker;
 mod suspect_group;
 mod synth_layouts;
 mod terminal;

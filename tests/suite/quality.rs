@@ -618,11 +618,12 @@ fn recovery_quality_per_damage_model() {
         match model {
             Model::BitFlips => {}
             Model::PeriodicOverwrites => {
-                // Found from the header's text wherever the log's start marker survived; then no
+                // Found from the header's text (a block over the log's start marker leaves most
+                // of it, which still starts the session) wherever one falls in a header; then no
                 // main frame is trusted wrong, and at least as many are read right as the
                 // reference decoders read, which know nothing of the blocks.
                 assert!(
-                    t.written_over_found * 10 >= t.cases * 8,
+                    t.written_over_found * 100 >= t.cases * 95,
                     "{name}: blocks found in {} of {} cases",
                     t.written_over_found,
                     t.cases
