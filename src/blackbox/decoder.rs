@@ -40,6 +40,10 @@ const LOOP_TIME_SAMPLES: u32 = 16;
 /// Padding shorter than this at the end of a session is counted with the damage before it.
 const MIN_PADDING: usize = 8;
 
+/// Bytes after a log's end, other than erased or zeroed flash, that are damage (real logs leave
+/// at most one: a line feed, a stray byte).
+const MIN_STRAY_BYTES: usize = 16;
+
 /// Which rules decide what to trust.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Validation {
@@ -1498,7 +1502,22 @@ impl<'a> SessionDecoder<'a> {
                 let reason = gap.unwrap_or(DamageReason::SuspectGroup);
                 ledger.push_corrupt(accounted, self.limit, reason);
             }
-            ledger.push_region(self.limit, end, RegionKind::AfterLogEnd);
+            // Flash is erased (or zeroed) after a log's end; other bytes there are what is left
+            // of something else: the start of a session whose marker they were (see
+            // `headers_without_marker`), bytes written over the storage.
+            let stray = |b: &u8| !matches!(b, 0x00 | 0xFF);
+            let after = &self.file[self.limit.min(end)..end];
+            match (after.iter().position(stray), after.iter().rposition(stray)) {
+                (Some(first), Some(last))
+                    if after.iter().filter(|b| stray(b)).count() >= MIN_STRAY_BYTES =>
+                {
+                    let (first, last) = (self.limit + first, self.limit + last + 1);
+                    ledger.push_region(self.limit, first, RegionKind::AfterLogEnd);
+                    ledger.push_corrupt(first, last, DamageReason::Garbage);
+                    ledger.push_region(last, end, RegionKind::AfterLogEnd);
+                }
+                _ => ledger.push_region(self.limit, end, RegionKind::AfterLogEnd),
+            }
         } else if accounted < end {
             let pad_start = self.tail_start.max(accounted);
             let padding = end - pad_start >= MIN_PADDING;

@@ -56,7 +56,9 @@ fn find_sessions_telling(
 ) -> Vec<SessionBounds> {
     let finder = memchr::memmem::Finder::new(LOG_START_MARKER);
     let [head, tail] = MARKER_ENDS.map(memchr::memmem::Finder::new);
+    let definition = memchr::memmem::Finder::new(I_FRAME_DEFINITION);
     let mut starts = Vec::new();
+    let mut definitions = Vec::new();
     let mut from = 0;
     while from < file.len() {
         let to = from.saturating_add(SEARCH_STEP).min(file.len());
@@ -82,10 +84,24 @@ fn find_sessions_telling(
                 }));
                 starts[found..].sort_unstable();
                 starts.dedup();
+                definitions.extend(
+                    definition
+                        .find_iter(window)
+                        .map(|at| from + at)
+                        .filter(|&at| at < to),
+                );
             }
         }
         searched(to);
         from = to;
+    }
+    if markers == Markers::Holed {
+        let lost = headers_without_marker(file, &starts, &definitions);
+        if !lost.is_empty() {
+            starts.extend(lost);
+            starts.sort_unstable();
+            starts.dedup();
+        }
     }
     starts
         .iter()
@@ -96,6 +112,71 @@ fn find_sessions_telling(
             end: starts.get(i + 1).copied().unwrap_or(file.len()),
         })
         .collect()
+}
+
+/// The header line every session that decodes main frames holds.
+const I_FRAME_DEFINITION: &[u8] = b"H Field I name:";
+
+/// Bytes from a log start marker to its I-frame definition, at most.
+const MAX_HEADER: usize = 64 << 10;
+
+/// Bytes that are not text a header may hold (written over, gone bad) and still be one.
+const HEADER_DAMAGE: usize = 64;
+
+/// Where the sessions start whose log start marker was lost (written over beyond a hole, erased):
+/// an I-frame definition at `definitions` that no marker in `starts` heads (no marker less than
+/// [`MAX_HEADER`] before it with text, but for [`HEADER_DAMAGE`] bytes, up to it) starts a
+/// session at the first of the header lines that run up to it.
+fn headers_without_marker(file: &[u8], starts: &[usize], definitions: &[usize]) -> Vec<usize> {
+    let not_text = |b: &u8| !(b.is_ascii_graphic() || b.is_ascii_whitespace());
+    let mut lost = Vec::new();
+    // Bytes not text counted from the marker last compared, and up to where.
+    let mut counted: Option<(usize, usize, usize)> = None;
+    // The last definition not headed, and where its header lines start.
+    let mut last_lost: Option<(usize, usize)> = None;
+    for &at in definitions {
+        if at > 0 && file[at - 1] != b'\n' {
+            continue;
+        }
+        // The marker before it, if near, and the bytes not text from it (counted once over).
+        let marker = starts[..starts.partition_point(|&s| s <= at)]
+            .last()
+            .filter(|&&s| at - s <= MAX_HEADER);
+        if let Some(&s) = marker {
+            let (from, before) = match counted {
+                Some((marker, until, count)) if marker == s => (until, count),
+                _ => (s, 0),
+            };
+            let count = before + file[from..at].iter().filter(|b| not_text(b)).count();
+            counted = Some((s, at, count));
+            if count <= HEADER_DAMAGE {
+                continue;
+            }
+        }
+        // Back over whole header lines (`H `, text, a newline), or into those of the last
+        // definition found so.
+        let mut start = at;
+        while let Some(line) = file[..start]
+            .strip_suffix(b"\n")
+            .map(|before| memchr::memrchr(b'\n', before).map_or(0, |p| p + 1))
+            .filter(|&line| at - line <= MAX_HEADER)
+            .filter(|&line| {
+                let text = &file[line..start - 1];
+                text.starts_with(b"H ") && !text.iter().any(not_text)
+            })
+        {
+            start = line;
+            if let Some((definition, its_start)) = last_lost
+                && start <= definition
+            {
+                start = its_start;
+                break;
+            }
+        }
+        last_lost = Some((at, start));
+        lost.push(start);
+    }
+    lost
 }
 
 /// Whether the bytes contain a Blackbox session at all (a log start marker, whole or with a few

@@ -1,5 +1,6 @@
 //! A session whose log start marker lost a few bytes (a download's chunk header written over it,
 //! a few bytes gone bad) is still found and read: the rest of the marker says where it starts.
+//! One whose marker is lost starts at its header lines.
 
 use bbcheck::blackbox::decoder::Validation;
 use bbcheck::blackbox::header::{LOG_START_MARKER, MARKER_HOLE};
@@ -74,8 +75,38 @@ fn a_session_whose_start_marker_lost_a_few_bytes_is_read_whole() {
         let (_, reference) = read(&damaged, Validation::Reference);
         assert_eq!(reference.sessions.len(), 1, "hole at {at}");
     }
-    // A longer hole leaves too little of the marker to say where a session starts.
+}
+
+#[test]
+fn a_session_whose_start_marker_is_lost_starts_at_its_header_lines() {
+    let (log, second) = two_sessions();
+    let (clean, _) = read(&log, Validation::Thorough);
+    // Too much of the marker lost to find it by: its header lines still say a session starts.
     let mut damaged = log.clone();
-    damaged[second + 20..second + 21 + MARKER_HOLE].fill(0);
-    assert_eq!(read(&damaged, Validation::Thorough).1.sessions.len(), 1);
+    damaged[second + 8..second + 9 + MARKER_HOLE].fill(0);
+    let (frames, report) = read(&damaged, Validation::Thorough);
+    assert_eq!(frames, clean);
+    assert_eq!(report.sessions.len(), 2);
+    assert_eq!(
+        report.sessions[1].start,
+        (second + LOG_START_MARKER.len()) as u64
+    );
+    // What is left of the marker lies after the first session's end: damage, not a clean file.
+    let spans = &report.corrupt_spans;
+    assert_eq!(spans.len(), 1, "{spans:?}");
+    assert_eq!(
+        (spans[0].reason, spans[0].session),
+        (DamageReason::Garbage, 1)
+    );
+    assert_eq!(
+        (spans[0].start, spans[0].end),
+        (second as u64, (second + LOG_START_MARKER.len()) as u64)
+    );
+    let (_, reference) = read(&damaged, Validation::Reference);
+    assert_eq!(reference.sessions.len(), 1);
+    // A header line damaged inside a header does not start a session of its own.
+    let mut damaged = log.clone();
+    let line = second + LOG_START_MARKER.len() + 5;
+    damaged[line..line + 3].copy_from_slice(b"\x00\x08\x00");
+    assert_eq!(read(&damaged, Validation::Thorough).1.sessions.len(), 2);
 }
