@@ -266,6 +266,9 @@ pub struct SessionDecoder<'a> {
     /// Scratch space for reading a frame with a line feed replaced.
     alternative_body: Vec<u8>,
     alternative_values: Vec<i64>,
+    /// Whose event ids the E frames use (the reference decoders know Betaflight's and INAV's
+    /// only).
+    dialect: Dialect,
     /// The P frame's predictor of each main field (so also the P frame's length).
     p_predictors: Vec<Predictor>,
     /// The P frame's fields' high bits (see [`super::predictor::high_bits`]).
@@ -408,6 +411,10 @@ impl<'a> SessionDecoder<'a> {
             line_feed_values: Vec::new(),
             alternative_body: Vec::new(),
             alternative_values: Vec::new(),
+            dialect: match (Dialect::of(header), validation) {
+                (Dialect::Rotorflight, Validation::Reference) => Dialect::Betaflight,
+                (dialect, _) => dialect,
+            },
             p_predictors: header
                 .p
                 .as_ref()
@@ -655,12 +662,7 @@ impl<'a> SessionDecoder<'a> {
     fn decode(&mut self, kind: FrameKind, body: &[u8]) -> Result<(Decoded, usize), CodecErrorKind> {
         let header = self.header;
         if kind == FrameKind::E {
-            // The reference decoders know Betaflight's and INAV's events only.
-            let dialect = match (Dialect::of(header), self.validation) {
-                (Dialect::Rotorflight, Validation::Reference) => Dialect::Betaflight,
-                (dialect, _) => dialect,
-            };
-            return match Event::decode(body, dialect) {
+            return match Event::decode(body, self.dialect) {
                 Ok((event, len)) => Ok((Decoded::Event(event), len)),
                 Err(EventError::UnknownId(_)) => Ok((Decoded::UnknownEvent, 1)),
                 Err(EventError::Codec(e)) => Err(e.kind),
