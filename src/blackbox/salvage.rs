@@ -236,7 +236,12 @@ impl Reencoder<'_> {
             .and_then(|i| self.listing.get(i))
             .map_or_else(String::new, SuspectFrames::header_lines);
         let listed = |l: &&HeaderLine| l.name == SUSPECT_FRAMES;
-        let (writer, dropped) = if header.problems.is_empty() && !header.mended {
+        // A header read as it is, from its log start marker (a session whose marker was lost
+        // starts at its first header line), is copied as it is.
+        let whole = header.problems.is_empty()
+            && !header.mended
+            && file[start..].starts_with(LOG_START_MARKER);
+        let (writer, dropped) = if whole {
             let mut bytes = Vec::with_capacity(data_start - start + listing.len());
             let mut at = start;
             for line in header.lines.iter().filter(listed) {
