@@ -44,6 +44,31 @@ pub fn holed_marker_at(file: &[u8], at: usize) -> bool {
     }
 }
 
+/// Whether the bytes at `at` are the log start marker, whole or with a hole (see
+/// [`holed_marker_at`]).
+pub fn marker_at(file: &[u8], at: usize) -> bool {
+    file.get(at..)
+        .is_some_and(|b| b.starts_with(LOG_START_MARKER))
+        || holed_marker_at(file, at)
+}
+
+/// Where log start markers, whole or holed, start in `bytes`, each found by an end of it that is
+/// whole (so a marker may be given twice), in no order.
+pub fn markers_in(bytes: &[u8]) -> impl Iterator<Item = usize> + '_ {
+    MARKER_ENDS
+        .iter()
+        .enumerate()
+        .flat_map(move |(end, needle)| {
+            let back = end * (LOG_START_MARKER.len() - needle.len());
+            memchr::memmem::find_iter(bytes, needle)
+                .filter_map(move |at| at.checked_sub(back))
+                .filter(move |&at| marker_at(bytes, at))
+        })
+}
+
+/// The longest header: a log start marker lies less than this before its last line.
+pub const MAX_HEADER: usize = 64 << 10;
+
 /// Header lines longer than this are damage (the longest real ones are about 1.2 KB).
 pub const MAX_HEADER_LINE: usize = 64 * 1024;
 

@@ -8,13 +8,10 @@
 //! decoding reads.
 
 use super::decoder::SessionBounds;
-use super::header::{Header, LOG_START_MARKER};
+use super::header::{Header, LOG_START_MARKER, MAX_HEADER};
 use super::library::LIBRARY;
 use crate::periodic::Blocks;
 use std::ops::Range;
-
-/// The longest header looked for blocks in.
-const MAX_HEADER: usize = 64 << 10;
 
 /// Bytes of a line outside its holes that a source must match for its bytes to fill them.
 const MIN_CONTEXT: usize = 8;

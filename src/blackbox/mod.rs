@@ -24,7 +24,7 @@ pub mod writer;
 use crate::periodic::{self, Blocks};
 use crate::report::{FileReport, Region, RegionKind, SessionReport};
 use decoder::{SessionBounds, SessionDecoder, Validation};
-use header::{Header, LOG_START_MARKER, MARKER_ENDS};
+use header::{Header, LOG_START_MARKER, MAX_HEADER};
 use mended_header::Mended;
 pub use parallel::{MIN_PIECE, Splits, decode_in_parallel, decode_in_pieces};
 use sink::Sink;
@@ -55,7 +55,6 @@ fn find_sessions_telling(
     searched: &mut dyn FnMut(usize),
 ) -> Vec<SessionBounds> {
     let finder = memchr::memmem::Finder::new(LOG_START_MARKER);
-    let [head, tail] = MARKER_ENDS.map(memchr::memmem::Finder::new);
     let definition = memchr::memmem::Finder::new(I_FRAME_DEFINITION);
     let mut starts = Vec::new();
     let mut definitions = Vec::new();
@@ -69,19 +68,12 @@ fn find_sessions_telling(
         match markers {
             Markers::Whole => starts.extend(finder.find_iter(window).map(|at| from + at)),
             Markers::Holed => {
-                // Each end of the marker stands where a marker (whole, or with a hole in the
-                // other end or between them) would start.
                 let found = starts.len();
-                let tail_at = LOG_START_MARKER.len() - tail.needle().len();
-                let heads = head.find_iter(window).map(|at| from + at);
-                let tails = tail
-                    .find_iter(window)
-                    .filter_map(|at| (from + at).checked_sub(tail_at));
-                starts.extend(heads.chain(tails).filter(|&at| {
-                    (from..to).contains(&at)
-                        && (file[at..].starts_with(LOG_START_MARKER)
-                            || header::holed_marker_at(file, at))
-                }));
+                starts.extend(
+                    header::markers_in(window)
+                        .map(|at| from + at)
+                        .filter(|at| (from..to).contains(at)),
+                );
                 starts[found..].sort_unstable();
                 starts.dedup();
                 definitions.extend(
@@ -117,9 +109,6 @@ fn find_sessions_telling(
 /// The header line every session that decodes main frames holds.
 const I_FRAME_DEFINITION: &[u8] = b"H Field I name:";
 
-/// Bytes from a log start marker to its I-frame definition, at most.
-const MAX_HEADER: usize = 64 << 10;
-
 /// Bytes that are not text a header may hold (written over, gone bad) and still be one.
 const HEADER_DAMAGE: usize = 64;
 
@@ -128,7 +117,8 @@ const HEADER_DAMAGE: usize = 64;
 /// [`MAX_HEADER`] before it with text, but for [`HEADER_DAMAGE`] bytes, up to it) starts a
 /// session at the first of the header lines that run up to it.
 fn headers_without_marker(file: &[u8], starts: &[usize], definitions: &[usize]) -> Vec<usize> {
-    let not_text = |b: &u8| !(b.is_ascii_graphic() || b.is_ascii_whitespace());
+    // Header values may hold UTF-8 (a craft name).
+    let not_text = |b: &u8| !(b.is_ascii_graphic() || b.is_ascii_whitespace() || *b >= 0x80);
     let mut lost = Vec::new();
     // Bytes not text counted from the marker last compared, and up to where.
     let mut counted: Option<(usize, usize, usize)> = None;
@@ -182,12 +172,7 @@ fn headers_without_marker(file: &[u8], starts: &[usize], definitions: &[usize]) 
 /// Whether the bytes contain a Blackbox session at all (a log start marker, whole or with a few
 /// bytes lost).
 pub fn is_blackbox(file: &[u8]) -> bool {
-    MARKER_ENDS.iter().enumerate().any(|(end, needle)| {
-        let back = end * (LOG_START_MARKER.len() - needle.len());
-        memchr::memmem::find_iter(file, needle)
-            .filter_map(|at| at.checked_sub(back))
-            .any(|at| file[at..].starts_with(LOG_START_MARKER) || header::holed_marker_at(file, at))
-    })
+    header::markers_in(file).next().is_some()
 }
 
 /// Bytes a file must hold to be judged headless frame data.
