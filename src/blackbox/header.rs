@@ -210,6 +210,22 @@ impl Header {
                 end: pos as u64,
                 message: "the log start marker is damaged".into(),
             });
+        } else if !file[start..end].starts_with(LOG_START_MARKER) {
+            // A session found by its header lines starts where its marker stood, if the marker
+            // was erased or zeroed (see `find_sessions`).
+            let place = file[start..end]
+                .iter()
+                .take(LOG_START_MARKER.len())
+                .take_while(|&&b| matches!(b, 0x00 | 0xFF))
+                .count();
+            if place > 0 {
+                pos += place;
+                problems.push(HeaderProblem {
+                    start: start as u64,
+                    end: pos as u64,
+                    message: "the log start marker is lost".into(),
+                });
+            }
         }
         while pos < end {
             let b = file[pos];

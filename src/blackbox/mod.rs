@@ -90,7 +90,7 @@ fn find_sessions_telling(
     if markers == Markers::Holed {
         let lost = headers_without_marker(file, &starts, &definitions);
         if !lost.is_empty() {
-            starts.extend(lost);
+            starts.extend(lost.into_iter().map(|at| marker_place(file, at)));
             starts.sort_unstable();
             starts.dedup();
         }
@@ -109,51 +109,69 @@ fn find_sessions_telling(
 /// The header line every session that decodes main frames holds.
 const I_FRAME_DEFINITION: &[u8] = b"H Field I name:";
 
+/// Whether `at` starts a line of `file`.
+fn starts_line(file: &[u8], at: usize) -> bool {
+    at == 0 || file[at - 1] == b'\n'
+}
+
+/// Where the log start marker stood before header lines at `at` whose marker was lost: the
+/// erased or zeroed bytes (at most a marker's length) right before them, which the header's
+/// reading reports (see [`Header::parse`]).
+fn marker_place(file: &[u8], at: usize) -> usize {
+    let before = &file[at.saturating_sub(LOG_START_MARKER.len())..at];
+    let erased = match before.last() {
+        Some(&last @ (0x00 | 0xFF)) => before.iter().rev().take_while(|&&b| b == last).count(),
+        _ => 0,
+    };
+    at - erased
+}
+
 /// Bytes that are not text a header may hold (written over, gone bad) and still be one.
 const HEADER_DAMAGE: usize = 64;
 
 /// Where the sessions start whose log start marker was lost (written over beyond a hole, erased):
 /// an I-frame definition at `definitions` that no marker in `starts` heads (no marker less than
-/// [`MAX_HEADER`] before it with text, but for [`HEADER_DAMAGE`] bytes, up to it) starts a
-/// session at the first of the header lines that run up to it.
+/// [`MAX_HEADER`] before it with header lines, but for [`HEADER_DAMAGE`] bytes, up to it) starts
+/// a session at the first of the header lines that run up to it.
 fn headers_without_marker(file: &[u8], starts: &[usize], definitions: &[usize]) -> Vec<usize> {
-    // Header values may hold UTF-8 (a craft name).
-    let not_text = |b: &u8| !(b.is_ascii_graphic() || b.is_ascii_whitespace() || *b >= 0x80);
     let mut lost = Vec::new();
-    // Bytes not text counted from the marker last compared, and up to where.
+    // Bytes outside header lines counted from the marker last compared, and up to where.
     let mut counted: Option<(usize, usize, usize)> = None;
     // The last definition not headed, and where its header lines start.
     let mut last_lost: Option<(usize, usize)> = None;
     for &at in definitions {
-        if at > 0 && file[at - 1] != b'\n' {
+        if !starts_line(file, at) {
             continue;
         }
-        // The marker before it, if near, and the bytes not text from it (counted once over).
+        // The marker before it, if near, and the bytes outside header lines from it (counted
+        // once over).
         let marker = starts[..starts.partition_point(|&s| s <= at)]
             .last()
             .filter(|&&s| at - s <= MAX_HEADER);
         if let Some(&s) = marker {
             let (from, before) = match counted {
                 Some((marker, until, count)) if marker == s => (until, count),
-                _ => (s, 0),
+                _ => ((s + LOG_START_MARKER.len()).min(at), 0),
             };
-            let count = before + file[from..at].iter().filter(|b| not_text(b)).count();
+            let count = before + outside_header_lines(&file[from..at]);
             counted = Some((s, at, count));
             if count <= HEADER_DAMAGE {
                 continue;
             }
         }
-        // Back over whole header lines (`H `, text, a newline), or into those of the last
-        // definition found so.
+        // Back over whole header lines, each after a newline or a byte that is not text, or
+        // into those of the last definition found so.
+        let floor = at.saturating_sub(MAX_HEADER);
         let mut start = at;
-        while let Some(line) = file[..start]
+        while let Some(line) = file[floor..start]
             .strip_suffix(b"\n")
-            .map(|before| memchr::memrchr(b'\n', before).map_or(0, |p| p + 1))
-            .filter(|&line| at - line <= MAX_HEADER)
-            .filter(|&line| {
-                let text = &file[line..start - 1];
-                text.starts_with(b"H ") && !text.iter().any(not_text)
+            .and_then(|before| {
+                let end = before
+                    .iter()
+                    .rposition(|&b| b == b'\n' || !is_header_text(b));
+                end.map(|p| floor + p + 1).or((floor == 0).then_some(0))
             })
+            .filter(|&line| file[line..].starts_with(b"H "))
         {
             start = line;
             if let Some((definition, its_start)) = last_lost
@@ -169,10 +187,26 @@ fn headers_without_marker(file: &[u8], starts: &[usize], definitions: &[usize]) 
     lost
 }
 
-/// Whether the bytes contain a Blackbox session at all (a log start marker, whole or with a few
-/// bytes lost).
+/// Whether a byte may stand in a header line: ASCII text, or a byte UTF-8 uses (values may hold
+/// a craft name in UTF-8; erased flash, 0xFF, is not text).
+fn is_header_text(b: u8) -> bool {
+    b.is_ascii_graphic() || b.is_ascii_whitespace() || matches!(b, 0x80..=0xBF | 0xC2..=0xF4)
+}
+
+/// The bytes of the lines in `bytes` that are not header lines (`H `, text, a newline).
+fn outside_header_lines(bytes: &[u8]) -> usize {
+    bytes
+        .split_inclusive(|&b| b == b'\n')
+        .filter(|line| !(line.starts_with(b"H ") && line.iter().all(|&b| is_header_text(b))))
+        .map(<[u8]>::len)
+        .sum()
+}
+
+/// Whether the bytes contain a Blackbox session at all: a log start marker (whole or with a few
+/// bytes lost) or the header lines of a session whose marker was lost.
 pub fn is_blackbox(file: &[u8]) -> bool {
     header::markers_in(file).next().is_some()
+        || memchr::memmem::find_iter(file, I_FRAME_DEFINITION).any(|at| starts_line(file, at))
 }
 
 /// Bytes a file must hold to be judged headless frame data.

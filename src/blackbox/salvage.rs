@@ -236,14 +236,20 @@ impl Reencoder<'_> {
             .and_then(|i| self.listing.get(i))
             .map_or_else(String::new, SuspectFrames::header_lines);
         let listed = |l: &&HeaderLine| l.name == SUSPECT_FRAMES;
-        // A header read as it is, from its log start marker (a session whose marker was lost
-        // starts at its first header line), is copied as it is.
-        let whole = header.problems.is_empty()
-            && !header.mended
-            && file[start..].starts_with(LOG_START_MARKER);
+        // A header read as it is but for its log start marker (damaged, or lost: a session
+        // found by its header lines) is copied as it is, behind a whole marker.
+        let first_line = header
+            .lines
+            .first()
+            .map_or(data_start, |l| (l.offset as usize).clamp(start, data_start));
+        let whole = !header.mended && header.problems.iter().all(|p| p.end as usize <= first_line);
         let (writer, dropped) = if whole {
             let mut bytes = Vec::with_capacity(data_start - start + listing.len());
             let mut at = start;
+            if !file[start..].starts_with(LOG_START_MARKER) {
+                bytes.extend_from_slice(LOG_START_MARKER);
+                at = first_line;
+            }
             for line in header.lines.iter().filter(listed) {
                 let (from, to) = (line.offset as usize, line.end as usize);
                 bytes.extend_from_slice(&file[at..from.clamp(at, data_start)]);

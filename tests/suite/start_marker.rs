@@ -1,6 +1,7 @@
 //! A session whose log start marker lost a few bytes (a download's chunk header written over it,
 //! a few bytes gone bad) is still found and read: the rest of the marker says where it starts.
-//! One whose marker is lost starts at its header lines.
+//! One whose marker is lost starts at its header lines, or where the marker stood if it was
+//! erased or zeroed; salvage writes the marker back.
 
 use bbcheck::blackbox::decoder::Validation;
 use bbcheck::blackbox::header::{LOG_START_MARKER, MARKER_HOLE};
@@ -109,4 +110,53 @@ fn a_session_whose_start_marker_is_lost_starts_at_its_header_lines() {
     let line = second + LOG_START_MARKER.len() + 5;
     damaged[line..line + 3].copy_from_slice(b"\x00\x08\x00");
     assert_eq!(read(&damaged, Validation::Thorough).1.sessions.len(), 2);
+}
+
+/// The salvaged bytes of every session of `data`, one after the other.
+fn salvaged(data: &[u8]) -> Vec<u8> {
+    let (_, sessions) = bbcheck::blackbox::salvage::salvage("t", data, None);
+    sessions.into_iter().flat_map(|s| s.bytes).collect()
+}
+
+#[test]
+fn a_session_whose_start_marker_was_erased_starts_where_it_stood() {
+    let (log, second) = two_sessions();
+    let only_first = &log[..second];
+    // The second session's marker, the first's, and that of a file's only session.
+    let cases = [
+        (&log[..], second, 2, 2),
+        (&log[..], 0, 1, 2),
+        (only_first, 0, 1, 1),
+    ];
+    for (intact, at, session, sessions) in cases {
+        for erased in [0x00, 0xFF] {
+            let mut damaged = intact.to_vec();
+            damaged[at..at + LOG_START_MARKER.len()].fill(erased);
+            assert!(bbcheck::blackbox::is_blackbox(&damaged), "{at} {erased}");
+            let (clean, _) = read(intact, Validation::Thorough);
+            let (frames, report) = read(&damaged, Validation::Thorough);
+            assert_eq!(frames, clean, "{at} {erased}");
+            assert_eq!(report.sessions.len(), sessions);
+            // The marker's place is the damage, in the session it starts.
+            let spans = &report.corrupt_spans;
+            assert_eq!(spans.len(), 1, "{at} {erased}: {spans:?}");
+            assert_eq!(
+                (
+                    spans[0].reason,
+                    spans[0].session,
+                    spans[0].start,
+                    spans[0].end
+                ),
+                (
+                    DamageReason::HeaderDamaged,
+                    session,
+                    at as u64,
+                    (at + LOG_START_MARKER.len()) as u64
+                )
+            );
+            assert_eq!(report.sessions[session - 1].start, at as u64);
+            // Salvage writes the marker back: the log as salvaged from the intact file.
+            assert_eq!(salvaged(&damaged), salvaged(intact), "{at} {erased}");
+        }
+    }
 }
