@@ -26,7 +26,7 @@ const SEARCHED: usize = (MIN_REPEATS as usize) * MAX_STRIDE;
 /// Recurrences followed through the file before the search gives up (a log's own data recurs by
 /// chance; a regular DataFlash log often).
 const MAX_TRIED: usize = 4096;
-/// Buckets of the table of recent positions of each 2-byte sequence, and positions kept in each.
+/// Buckets of the table of recent positions of each 3-byte sequence, and positions kept in each.
 const BUCKETS: usize = 1 << 16;
 const KEPT: usize = 4;
 
@@ -75,7 +75,10 @@ fn span_bytes(spans: &[(u64, u64)]) -> u64 {
 }
 
 /// Recurring blocks in `data`, most bytes first: each the same bytes at one stride, from within
-/// the first stride of the file to within the last, at least [`MIN_REPEATS`] times.
+/// the first stride of the file to within the last, at least [`MIN_REPEATS`] times. A block is
+/// looked for by its 3-byte sequences (2 bytes, as common in frames as `06 00`, recur too often
+/// between two strides of some KiB to be followed): shorter ones show in the reading alone (see
+/// [`infer`]).
 pub fn find(data: &[u8]) -> Vec<Blocks> {
     let mut found: Vec<Blocks> = Vec::new();
     let mut tried = std::collections::HashSet::new();
@@ -181,6 +184,21 @@ pub fn restore(
     best_without(data, candidates, spans, &corrupt_spans)
 }
 
+/// Whether `spans` hold a span that `at..at + len` lies in or [`NEAR`] to.
+fn near(spans: &[(u64, u64)], at: u64, len: u64) -> bool {
+    spans
+        .iter()
+        .any(|&(start, end)| start <= at + len + NEAR && at < end + NEAR)
+}
+
+/// How many of `blocks` lie in or [`NEAR`] to a corrupt span of `spans`: the places where they
+/// disturbed a reading.
+pub fn disturbed(blocks: &Blocks, spans: &[(u64, u64)]) -> u64 {
+    (0..blocks.count)
+        .filter(|k| near(spans, blocks.first + k * blocks.stride, blocks.length))
+        .count() as u64
+}
+
 /// Of `candidates`, the blocks without which `data` reads best, if it reads well enough (see
 /// [`restore`]); `before` are its corrupt spans with them.
 fn best_without(
@@ -189,16 +207,9 @@ fn best_without(
     before: &[(u64, u64)],
     corrupt_spans: &impl Fn(&[u8]) -> Vec<(u64, u64)>,
 ) -> Option<(Vec<u8>, Blocks)> {
-    let near = |spans: &[(u64, u64)], at: u64, len: u64| {
-        spans
-            .iter()
-            .any(|&(start, end)| start <= at + len + NEAR && at < end + NEAR)
-    };
     let mut best: Option<(u64, Vec<u8>, Blocks)> = None;
     for blocks in candidates.into_iter().take(TRIED) {
-        let disturbed = (0..blocks.count)
-            .filter(|k| near(before, blocks.first + k * blocks.stride, blocks.length))
-            .count() as u64;
+        let disturbed = disturbed(&blocks, before);
         if disturbed * 2 < blocks.count {
             continue;
         }
@@ -485,7 +496,7 @@ pub fn removal_points(insertions: &Blocks) -> impl Iterator<Item = u64> + '_ {
     (0..insertions.count).map(move |k| insertions.first + k * step)
 }
 
-/// Pass to `seen` each position and stride at which a 2-byte sequence occurs three times
+/// Pass to `seen` each position and stride at which a 3-byte sequence occurs three times
 /// equally spaced in the first [`SEARCHED`] bytes, until it returns false.
 fn recurring_sequences(data: &[u8], mut seen: impl FnMut(usize, usize) -> bool) {
     let searched = &data[..data.len().min(SEARCHED)];
@@ -493,12 +504,12 @@ fn recurring_sequences(data: &[u8], mut seen: impl FnMut(usize, usize) -> bool) 
     let mut recent = vec![[0u32; KEPT]; BUCKETS];
     let mut sequence = 0u32;
     for (i, &byte) in searched.iter().enumerate() {
-        sequence = (sequence << 8 | u32::from(byte)) & 0xFFFF;
+        sequence = (sequence << 8 | u32::from(byte)) & 0xFF_FFFF;
         // A run of one byte recurs at every stride.
-        if i < 1 || sequence == u32::from(byte) * 0x0101 {
+        if i < 2 || sequence == u32::from(byte) * 0x01_0101 {
             continue;
         }
-        let at = i - 1;
+        let at = i - 2;
         let bucket = &mut recent[(sequence.wrapping_mul(0x9E37_79B1) >> 16) as usize];
         for &p in bucket.iter() {
             let Some(p) = (p as usize).checked_sub(1) else {
