@@ -295,6 +295,10 @@ pub fn decode_with<S: Sink>(
 /// its holes (see [`mended_header::mend`]).
 const MENDING_SESSIONS: usize = 4;
 
+/// Blocks written over a log's frames by which its reading must be damaged: one in this many
+/// (in the damage model's cases, one in 2.8 at least).
+const WRITTEN_OVER_SHARE: u64 = 4;
+
 /// What decoding a file takes before its sessions: where they are, and whether the file was
 /// copied in text mode (decided on the first session's data).
 struct Plan {
@@ -319,40 +323,81 @@ impl Plan {
         let text_mode = bounds
             .first()
             .is_some_and(|&b| copied_in_text_mode(file, &Plan::parse(file, b)));
-        // Blocks written over the log show where they stand in a header's text.
-        let mut headers = Vec::new();
-        let mut damaged_headers = Vec::new();
-        for &b in &bounds {
-            let header = Plan::parse(file, b).header;
-            if !header.problems.is_empty() {
-                damaged_headers.push(mended_header::reach(b));
-            }
-            headers.push(b.start..(header.data_start as usize).min(b.end));
-        }
-        let thorough = validation == Validation::Thorough;
-        let written_over = match damaged_headers.is_empty() || !thorough {
-            true => None,
-            false => periodic::written_over(file, &damaged_headers),
-        };
-        let mended = written_over.as_ref().map_or_else(Vec::new, |blocks| {
-            (0..bounds.len())
-                .filter_map(|i| {
-                    // The nearest sessions' headers are those most like it.
-                    let near = i.saturating_sub(MENDING_SESSIONS)..(i + MENDING_SESSIONS + 1);
-                    let others: Vec<_> = near
-                        .filter(|&j| j != i)
-                        .filter_map(|j| headers.get(j).cloned())
-                        .collect();
-                    mended_header::mend(file, bounds[i], blocks, &others).map(|m| (i, m))
-                })
-                .collect()
-        });
-        Plan {
+        let mut plan = Plan {
             bounds,
             text_mode,
-            written_over,
-            mended,
+            written_over: None,
+            mended: Vec::new(),
+        };
+        if validation == Validation::Thorough {
+            let written_over = plan
+                .written_over_headers(file)
+                .or_else(|| plan.written_over_frames(file));
+            if let Some(blocks) = written_over {
+                plan.mended = plan.mend(file, &blocks);
+                plan.written_over = Some(blocks);
+            }
         }
+        plan
+    }
+
+    /// Blocks written over the log that show where they stand in a header's text (see
+    /// [`periodic::written_over`]).
+    fn written_over_headers(&self, file: &[u8]) -> Option<Blocks> {
+        let damaged_headers: Vec<_> = self
+            .bounds
+            .iter()
+            .filter(|&&b| !Plan::parse(file, b).header.problems.is_empty())
+            .map(|&b| mended_header::reach(b))
+            .collect();
+        match damaged_headers.is_empty() {
+            true => None,
+            false => periodic::written_over(file, &damaged_headers),
+        }
+    }
+
+    /// Blocks written over the log's frames alone (its headers end before the first): the same
+    /// bytes recurring over the whole file (see [`periodic::find`]), near at least one in
+    /// [`WRITTEN_OVER_SHARE`] of which the reading is damaged. (The rest leave frames that read
+    /// in step, their values changed: the frames under them are then suspect.) Blocks inserted
+    /// read better without them, which the command line sees first; taken for written over,
+    /// each costs the frame it cut, as it would anyway.
+    fn written_over_frames(&self, file: &[u8]) -> Option<Blocks> {
+        let candidates = periodic::find(file);
+        if candidates.is_empty() {
+            return None;
+        }
+        let reports = (0..self.bounds.len())
+            .map(|index| {
+                let session = self.session(file, index);
+                let decoder = self.decoder(file, &session, Validation::Thorough);
+                decoder.run(&mut sink::Discard)
+            })
+            .collect();
+        let spans = self.report("", file, reports).corrupt_ranges();
+        candidates
+            .into_iter()
+            .find(|blocks| periodic::disturbed(blocks, &spans) * WRITTEN_OVER_SHARE >= blocks.count)
+    }
+
+    /// The headers under `blocks`, each mended from the headers of the sessions nearest it.
+    fn mend(&self, file: &[u8], blocks: &Blocks) -> Vec<(usize, Mended)> {
+        let headers: Vec<_> = self
+            .bounds
+            .iter()
+            .map(|&b| b.start..(Plan::parse(file, b).header.data_start as usize).min(b.end))
+            .collect();
+        (0..self.bounds.len())
+            .filter_map(|i| {
+                // The nearest sessions' headers are those most like it.
+                let near = i.saturating_sub(MENDING_SESSIONS)..(i + MENDING_SESSIONS + 1);
+                let others: Vec<_> = near
+                    .filter(|&j| j != i)
+                    .filter_map(|j| headers.get(j).cloned())
+                    .collect();
+                mended_header::mend(file, self.bounds[i], blocks, &others).map(|m| (i, m))
+            })
+            .collect()
     }
 
     /// The session at `bounds`, its header parsed (one at a time: a file of many sessions never

@@ -619,9 +619,11 @@ fn recovery_quality_per_damage_model() {
             Model::BitFlips => {}
             Model::PeriodicOverwrites => {
                 // Found from the header's text (a block over the log's start marker leaves most
-                // of it, which still starts the session) wherever one falls in a header; then no
-                // main frame is trusted wrong, and at least as many are read right as the
-                // reference decoders read, which know nothing of the blocks.
+                // of it, which still starts the session) wherever one falls in a header, else
+                // from their bytes recurring where the reading is damaged; then no main frame is
+                // trusted wrong, and at least as many are read right as the reference decoders
+                // read, which know nothing of the blocks.
+                assert_eq!(t.material, 0, "{name}: material errors in trusted frames");
                 assert!(
                     t.written_over_found * 100 >= t.cases * 95,
                     "{name}: blocks found in {} of {} cases",
