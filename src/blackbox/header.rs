@@ -178,6 +178,12 @@ fn is_padding(bytes: &[u8]) -> bool {
         .is_some_and(|&p| (p == 0 || p == 0xFF) && bytes.iter().all(|&b| b == p))
 }
 
+/// Whether a header holds this byte as text: ASCII text or white space, or a byte UTF-8 uses (a
+/// value may hold a craft name in UTF-8; erased flash, 0xFF, is none).
+pub fn is_text_byte(b: u8) -> bool {
+    b.is_ascii_graphic() || b.is_ascii_whitespace() || matches!(b, 0x80..=0xBF | 0xC2..=0xF4)
+}
+
 /// Whether header bytes are text: UTF-8 without control characters other than tab.
 fn is_text(bytes: &[u8]) -> bool {
     std::str::from_utf8(bytes).is_ok_and(|t| !t.chars().any(|c| c.is_control() && c != '\t'))

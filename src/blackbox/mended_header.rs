@@ -8,7 +8,7 @@
 //! decoding reads.
 
 use super::decoder::SessionBounds;
-use super::header::{Header, LOG_START_MARKER, MAX_HEADER};
+use super::header::{Header, LOG_START_MARKER, MAX_HEADER, is_text_byte};
 use super::library::LIBRARY;
 use crate::periodic::Blocks;
 use std::ops::Range;
@@ -200,7 +200,8 @@ impl Line<'_> {
                     .copied()
                     .collect();
                 let mut lines = there.split(|&b| b == b'\n').filter(|l| !l.is_empty());
-                (same && fill.iter().all(|&b| is_text(b)) && lines.all(&allowed)).then_some(fill)
+                (same && fill.iter().all(|&b| is_text_byte(b)) && lines.all(&allowed))
+                    .then_some(fill)
             })
     }
 
@@ -271,11 +272,6 @@ fn is_layout_line(line: &[u8]) -> bool {
     ["H Field ", "H Data version:", "H Firmware type:"]
         .iter()
         .any(|p| line.starts_with(p.as_bytes()))
-}
-
-/// Whether a header holds this byte as text (or as the newline ending a line).
-fn is_text(b: u8) -> bool {
-    (0x20..0x7f).contains(&b) || b >= 0x80 || b == b'\n'
 }
 
 #[cfg(test)]

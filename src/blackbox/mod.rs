@@ -168,7 +168,7 @@ fn headers_without_marker(file: &[u8], starts: &[usize], definitions: &[usize]) 
             .and_then(|before| {
                 let end = before
                     .iter()
-                    .rposition(|&b| b == b'\n' || !is_header_text(b));
+                    .rposition(|&b| b == b'\n' || !header::is_text_byte(b));
                 end.map(|p| floor + p + 1).or((floor == 0).then_some(0))
             })
             .filter(|&line| file[line..].starts_with(b"H "))
@@ -187,17 +187,11 @@ fn headers_without_marker(file: &[u8], starts: &[usize], definitions: &[usize]) 
     lost
 }
 
-/// Whether a byte may stand in a header line: ASCII text, or a byte UTF-8 uses (values may hold
-/// a craft name in UTF-8; erased flash, 0xFF, is not text).
-fn is_header_text(b: u8) -> bool {
-    b.is_ascii_graphic() || b.is_ascii_whitespace() || matches!(b, 0x80..=0xBF | 0xC2..=0xF4)
-}
-
 /// The bytes of the lines in `bytes` that are not header lines (`H `, text, a newline).
 fn outside_header_lines(bytes: &[u8]) -> usize {
     bytes
         .split_inclusive(|&b| b == b'\n')
-        .filter(|line| !(line.starts_with(b"H ") && line.iter().all(|&b| is_header_text(b))))
+        .filter(|line| !(line.starts_with(b"H ") && line.iter().all(|&b| header::is_text_byte(b))))
         .map(<[u8]>::len)
         .sum()
 }
