@@ -126,7 +126,7 @@ fn marker_place(file: &[u8], at: usize) -> usize {
     at - erased
 }
 
-/// Bytes that are not text a header may hold (written over, gone bad) and still be one.
+/// Bytes outside header lines a header may hold (written over, gone bad) and still be one.
 const HEADER_DAMAGE: usize = 64;
 
 /// Where the sessions start whose log start marker was lost (written over beyond a hole, erased):
