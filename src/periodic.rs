@@ -22,7 +22,7 @@ pub const MAX_STRIDE: usize = 64 << 10;
 pub const MAX_LENGTH: usize = 1024;
 /// Bytes at the start of a file searched for a recurring block: enough for [`MIN_REPEATS`]
 /// strides of [`MAX_STRIDE`].
-const SEARCHED: usize = (MIN_REPEATS as usize) * MAX_STRIDE;
+pub const SEARCHED: usize = (MIN_REPEATS as usize) * MAX_STRIDE;
 /// Recurrences followed through the file before the search gives up (a log's own data recurs by
 /// chance; a regular DataFlash log often).
 const MAX_TRIED: usize = 4096;

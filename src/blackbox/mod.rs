@@ -22,7 +22,7 @@ pub mod stats;
 pub mod writer;
 
 use crate::periodic::{self, Blocks};
-use crate::report::{FileReport, Region, RegionKind, SessionReport};
+use crate::report::{DamageReason, FileReport, Region, RegionKind, SessionReport};
 use decoder::{SessionBounds, SessionDecoder, Validation};
 use header::{Header, LOG_START_MARKER, MAX_HEADER};
 use mended_header::Mended;
@@ -353,25 +353,43 @@ impl Plan {
     /// Blocks written over the log's frames alone (its headers end before the first): the same
     /// bytes recurring over the whole file (see [`periodic::find`]), near at least one in
     /// [`WRITTEN_OVER_SHARE`] of which the reading is damaged. (The rest leave frames that read
-    /// in step, their values changed: the frames under them are then suspect.) Blocks inserted
-    /// read better without them, which the command line sees first; taken for written over,
-    /// each costs the frame it cut, as it would anyway.
+    /// in step, their values changed: the frames under them are then suspect.) Looked for only
+    /// where the bytes the search reads (see [`periodic::SEARCHED`]) read with damage. Blocks
+    /// inserted read better without them, which the command line sees first; taken for written
+    /// over, each costs the frame it cut, as it would anyway.
     fn written_over_frames(&self, file: &[u8]) -> Option<Blocks> {
+        let searched = &file[..file.len().min(periodic::SEARCHED)];
+        if self.corrupt_ranges(searched).is_empty() {
+            return None;
+        }
         let candidates = periodic::find(file);
         if candidates.is_empty() {
             return None;
         }
-        let reports = (0..self.bounds.len())
-            .map(|index| {
-                let session = self.session(file, index);
-                let decoder = self.decoder(file, &session, Validation::Thorough);
-                decoder.run(&mut sink::Discard)
-            })
-            .collect();
-        let spans = self.report("", file, reports).corrupt_ranges();
+        let spans = self.corrupt_ranges(file);
         candidates
             .into_iter()
             .find(|blocks| periodic::disturbed(blocks, &spans) * WRITTEN_OVER_SHARE >= blocks.count)
+    }
+
+    /// The corrupt spans of a plain reading of `data`, the file or its start (where the data
+    /// ending inside a frame is no damage).
+    fn corrupt_ranges(&self, data: &[u8]) -> Vec<(u64, u64)> {
+        let mut spans = Vec::new();
+        for &bounds in self.bounds.iter().take_while(|b| b.start < data.len()) {
+            let end = bounds.end.min(data.len());
+            let session = Plan::parse(data, SessionBounds { end, ..bounds });
+            let decoder = self.decoder(data, &session, Validation::Thorough);
+            let report = decoder.run(&mut sink::Discard);
+            spans.extend(
+                report
+                    .corrupt_spans
+                    .iter()
+                    .filter(|s| s.reason != DamageReason::Truncated)
+                    .map(|s| (s.start, s.end)),
+            );
+        }
+        spans
     }
 
     /// The headers under `blocks`, each mended from the headers of the sessions nearest it.
