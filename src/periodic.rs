@@ -151,7 +151,7 @@ const TRIED: usize = 3;
 
 /// How near (bytes) a block must lie to a corrupt span to have disturbed the reading, and how far
 /// from every corrupt span the place it was taken from must lie once it is gone.
-const NEAR: u64 = 256;
+pub const NEAR: u64 = 256;
 
 /// `data` without the recurring blocks of [`find`] (or, when it finds none, of [`infer`]) that
 /// the log reads in step without: of the candidates whose blocks lie by corrupt spans, at least
