@@ -319,11 +319,22 @@ impl Reencoder<'_> {
                     ),
                 ],
             );
-            // Whatever the rewritten header still finds wrong goes too, until nothing does
-            // (each round drops at least one line, so this ends).
+            // Whatever the rewritten header still finds wrong goes too, and a line that reads as
+            // (some of) a log start marker, which would start a session of its own, until
+            // nothing does (each round drops at least one line, so this ends).
+            let stray_markers = |writer: &SessionWriter| -> Vec<std::ops::Range<u64>> {
+                super::header::markers_in(writer.bytes())
+                    .filter(|&at| at > 0)
+                    .map(|at| at as u64..(at + LOG_START_MARKER.len()) as u64)
+                    .collect()
+            };
             let mut writer = SessionWriter::new(&good);
-            while !writer.header().problems.is_empty() && !good.is_empty() {
+            loop {
+                let markers = stray_markers(&writer);
                 let h = writer.header();
+                if (h.problems.is_empty() && markers.is_empty()) || good.is_empty() {
+                    break;
+                }
                 let flagged: Vec<usize> = h
                     .lines
                     .iter()
@@ -332,6 +343,7 @@ impl Reencoder<'_> {
                         h.problems
                             .iter()
                             .any(|p| (p.start..p.end).contains(&l.offset))
+                            || markers.iter().any(|m| m.start < l.end && l.offset < m.end)
                     })
                     .map(|(i, _)| i)
                     .collect();
