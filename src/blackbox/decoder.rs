@@ -893,6 +893,7 @@ impl<'a> SessionDecoder<'a> {
             // one back in time (the beep: read after damage) is bytes read as an event.
             (FrameKind::E, Decoded::Event(Event::LoggingResume { iteration, time }))
                 if self.validation == Validation::Thorough
+                    && self.scan_gap.is_some()
                     && !self.resumed
                     && self.goes_back(iteration, time) =>
             {
