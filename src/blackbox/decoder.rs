@@ -250,9 +250,6 @@ pub struct SessionDecoder<'a> {
     stream_valid: bool,
     last_iteration: Option<u32>,
     last_time: Option<u32>,
-    /// Whether a logging-resume event came after the last main frame: a later one says anew
-    /// where logging resumes.
-    resumed: bool,
     /// Mean µs per loop iteration between consecutive main frames.
     loop_time: Option<f64>,
     /// Samples the loop time is the mean of, up to [`LOOP_TIME_SAMPLES`].
@@ -405,7 +402,6 @@ impl<'a> SessionDecoder<'a> {
             stream_valid: false,
             last_iteration: None,
             last_time: None,
-            resumed: false,
             loop_time: None,
             loop_samples: 0,
             newline_converted: false,
@@ -894,7 +890,6 @@ impl<'a> SessionDecoder<'a> {
             (FrameKind::E, Decoded::Event(Event::LoggingResume { iteration, time }))
                 if self.validation == Validation::Thorough
                     && self.scan_gap.is_some()
-                    && !self.resumed
                     && self.goes_back(iteration, time) =>
             {
                 self.reject(DamageReason::Garbage)
@@ -913,7 +908,6 @@ impl<'a> SessionDecoder<'a> {
                     Event::LoggingResume { iteration, time } => {
                         self.last_iteration = Some(iteration);
                         self.last_time = Some(time);
-                        self.resumed = true;
                     }
                     Event::LogEnd { .. } => self.limit = end,
                     _ => {}
@@ -1151,7 +1145,6 @@ impl<'a> SessionDecoder<'a> {
     }
 
     fn accept_main(&mut self, kind: FrameKind, start: usize, end: usize, sink: &mut impl Sink) {
-        self.resumed = false;
         self.gps_time_lost = false;
         let mut item = Item {
             kind,
