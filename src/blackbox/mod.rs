@@ -88,6 +88,7 @@ fn find_sessions_telling(
         from = to;
     }
     if markers == Markers::Holed {
+        drop_overlapping_markers(file, &mut starts);
         let lost = headers_without_marker(file, &starts, &definitions);
         if !lost.is_empty() {
             starts.extend(lost.into_iter().map(|at| marker_place(file, at)));
@@ -104,6 +105,24 @@ fn find_sessions_telling(
             end: starts.get(i + 1).copied().unwrap_or(file.len()),
         })
         .collect()
+}
+
+/// Keeps one of log start markers at sorted `starts` that overlap (a line of a marker's bytes
+/// read twice, a marker's end repeated after it): a whole marker over a holed one, else the first.
+fn drop_overlapping_markers(file: &[u8], starts: &mut Vec<usize>) {
+    let whole = |at: usize| file[at..].starts_with(LOG_START_MARKER);
+    let mut kept: Vec<usize> = Vec::with_capacity(starts.len());
+    for &at in starts.iter() {
+        match kept.last_mut() {
+            Some(last) if at - *last < LOG_START_MARKER.len() => {
+                if whole(at) && !whole(*last) {
+                    *last = at;
+                }
+            }
+            _ => kept.push(at),
+        }
+    }
+    *starts = kept;
 }
 
 /// The header line every session that decodes main frames holds.
@@ -495,5 +514,23 @@ mod tests {
             told,
             [SEARCH_STEP, 2 * SEARCH_STEP, 3 * SEARCH_STEP, file.len()]
         );
+    }
+
+    #[test]
+    fn a_marker_overlapping_another_starts_no_session_of_its_own() {
+        // A marker's end written again after it reads as a holed marker inside the whole one.
+        let end = &LOG_START_MARKER[14..];
+        let mut file = [LOG_START_MARKER, end, b"H a:1\n"].concat();
+        let starts =
+            |file: &[u8]| -> Vec<usize> { find_sessions(file).iter().map(|b| b.start).collect() };
+        assert_eq!(starts(&file), [0]);
+        // The whole marker stands over a holed one before it.
+        file = [
+            &LOG_START_MARKER[..LOG_START_MARKER.len() - 10],
+            LOG_START_MARKER,
+            b"H a:1\n",
+        ]
+        .concat();
+        assert_eq!(starts(&file), [LOG_START_MARKER.len() - 10]);
     }
 }
