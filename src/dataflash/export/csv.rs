@@ -10,11 +10,11 @@
 //! their shortest exact form (`NaN`, `inf`), text cut at the first NUL (quoted when it holds a
 //! comma, quote or line break), and `a` arrays as `[v,v,…]`.
 
-use super::{Key, column_names, holds, key_of, table_name};
+use super::{Key, WriteMessages, column_names, export, holds, key_of, table_name};
 use crate::dataflash::fmt::{FieldType, Format, Formats};
 use crate::dataflash::message::{Message, Text, Value, int16_array};
 use crate::dataflash::reader::{Noting, Rules, Sink, scan_with};
-use crate::dataflash::report::{DataflashReport, Observer, build};
+use crate::dataflash::report::DataflashReport;
 use crate::report::Keep;
 use std::io::{self, Write};
 use std::sync::atomic::AtomicU64;
@@ -140,8 +140,8 @@ struct Combined {
     cells: usize,
 }
 
-/// Writes every accepted message into its type's table; keeps the first error.
-struct CsvSink<'f, W, F> {
+/// Writes every message into its type's table.
+struct CsvWriter<'f, W, F> {
     /// The format table at the end of the file: the units of every type.
     formats: &'f Formats,
     create: F,
@@ -149,9 +149,7 @@ struct CsvSink<'f, W, F> {
     current: Vec<Option<usize>>,
     tables: Vec<Table<W>>,
     combined: Option<Combined>,
-    observer: Observer,
-    selection: Selection,
-    error: Option<io::Error>,
+    selection: &'f Selection,
 }
 
 /// Which messages a CSV export writes, and how.
@@ -176,7 +174,7 @@ impl Selection {
     }
 }
 
-impl<W: Write, F: FnMut(&str) -> io::Result<W>> CsvSink<'_, W, F> {
+impl<W: Write, F: FnMut(&str) -> io::Result<W>> CsvWriter<'_, W, F> {
     /// The headings of the columns of `format`, with units as the file's formats name them.
     fn headings(&self, format: &Format) -> Vec<String> {
         self.formats
@@ -306,19 +304,9 @@ impl Sink for Keys<'_> {
     }
 }
 
-impl<W: Write, F: FnMut(&str) -> io::Result<W>> Sink for CsvSink<'_, W, F> {
-    fn message(&mut self, message: &Message<'_>) {
-        self.observer.message(message);
-        if self.error.is_none()
-            && self.selection.takes(message)
-            && let Err(e) = self.row(message)
-        {
-            self.error = Some(e);
-        }
-    }
-
-    fn session(&mut self, offset: u64) {
-        self.observer.session(offset);
+impl<W: Write, F: FnMut(&str) -> io::Result<W>> WriteMessages for CsvWriter<'_, W, F> {
+    fn message(&mut self, message: &Message<'_>) -> io::Result<()> {
+        self.row(message)
     }
 }
 
@@ -348,31 +336,20 @@ pub fn write_csv<W: Write>(
     );
     let keys = keys.seen;
     let combined = selection.combined;
-    let mut sink = CsvSink {
+    let mut writer = CsvWriter {
         formats: &first.formats,
         create,
         current: vec![None; 256],
         tables: Vec::new(),
         combined: None,
-        observer: Observer::default(),
-        selection,
-        error: None,
+        selection: &selection,
     };
     if combined {
-        sink.combine(keys)?;
+        writer.combine(keys)?;
     }
-    let scan = scan_with(
-        data,
-        Rules::Thorough,
-        Formats::new(),
-        &mut (&mut sink, &mut Noting(reached)),
-    );
-    if let Some(e) = sink.error {
-        return Err(e);
-    }
-    let report = build(path, data, scan, sink.observer);
-    let mut writers = Vec::with_capacity(sink.tables.len());
-    for mut table in sink.tables {
+    let (writer, report) = export(path, data, writer, &selection, reached)?;
+    let mut writers = Vec::with_capacity(writer.tables.len());
+    for mut table in writer.tables {
         table.out.flush()?;
         writers.push(table.out);
     }

@@ -7,10 +7,11 @@
 //! array of 32 integers.
 
 use super::csv::Selection;
+use super::{WriteMessages, export};
 use crate::dataflash::fmt::{Format, Formats};
 use crate::dataflash::message::{Message, Text, Value, int16_array};
-use crate::dataflash::reader::{self, Noting, Rules, Sink};
-use crate::dataflash::report::{DataflashReport, FORMAT_NAME, Observer, build};
+use crate::dataflash::reader::{self, Noting, Rules};
+use crate::dataflash::report::{DataflashReport, FORMAT_NAME};
 use crate::report::Trust;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -104,19 +105,16 @@ pub(crate) fn write_value(out: &mut impl Write, value: Value<'_>) -> io::Result<
     }
 }
 
-/// Writes session and message records; keeps the first write error.
-struct JsonlSink<'f, W: Write> {
+/// Writes session and message records.
+struct JsonlWriter<'f, W: Write> {
     out: W,
     /// The format table at the end of each session (from a first pass).
     session_formats: &'f [Rc<Formats>],
     /// The session being written, from 1.
     session: usize,
-    observer: Observer,
-    selection: &'f Selection,
-    error: Option<io::Error>,
 }
 
-impl<W: Write> JsonlSink<'_, W> {
+impl<W: Write> JsonlWriter<'_, W> {
     fn session_record(&mut self, offset: u64) -> io::Result<()> {
         let empty = Formats::new();
         let formats = self
@@ -136,8 +134,10 @@ impl<W: Write> JsonlSink<'_, W> {
         serde_json::to_writer(&mut self.out, &record)?;
         writeln!(self.out)
     }
+}
 
-    fn record(&mut self, message: &Message<'_>) -> io::Result<()> {
+impl<W: Write> WriteMessages for JsonlWriter<'_, W> {
+    fn message(&mut self, message: &Message<'_>) -> io::Result<()> {
         let out = &mut self.out;
         let mut digits = itoa::Buffer::new();
         out.write_all(b"{\"type\":\"message\",\"session\":")?;
@@ -158,27 +158,10 @@ impl<W: Write> JsonlSink<'_, W> {
             Trust::Suspect => out.write_all(b"],\"trust\":\"suspect\"}\n"),
         }
     }
-}
 
-impl<W: Write> Sink for JsonlSink<'_, W> {
-    fn message(&mut self, message: &Message<'_>) {
-        self.observer.message(message);
-        if self.error.is_none()
-            && self.selection.takes(message)
-            && let Err(e) = self.record(message)
-        {
-            self.error = Some(e);
-        }
-    }
-
-    fn session(&mut self, offset: u64) {
-        self.observer.session(offset);
+    fn session(&mut self, offset: u64) -> io::Result<()> {
         self.session += 1;
-        if self.error.is_none()
-            && let Err(e) = self.session_record(offset)
-        {
-            self.error = Some(e);
-        }
+        self.session_record(offset)
     }
 }
 
@@ -195,26 +178,15 @@ pub fn write_jsonl(
 ) -> io::Result<DataflashReport> {
     // The formats as each session's end defines them: a first pass reads only the headers.
     let first = reader::scan_with(data, Rules::Thorough, Formats::new(), &mut Noting(reached));
-    let mut sink = JsonlSink {
+    let mut writer = JsonlWriter {
         out: BufWriter::with_capacity(1 << 16, out),
         session_formats: &first.session_formats,
         session: 1,
-        observer: Observer::default(),
-        selection,
-        error: None,
     };
-    sink.session_record(0)?;
-    let scan = reader::scan_with(
-        data,
-        Rules::Thorough,
-        Formats::new(),
-        &mut (&mut sink, &mut Noting(reached)),
-    );
-    if let Some(e) = sink.error {
-        return Err(e);
-    }
-    sink.out.flush()?;
-    Ok(build(path, data, scan, sink.observer))
+    writer.session_record(0)?;
+    let (mut writer, report) = export(path, data, writer, selection, reached)?;
+    writer.out.flush()?;
+    Ok(report)
 }
 
 #[cfg(test)]

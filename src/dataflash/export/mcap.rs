@@ -8,11 +8,10 @@
 
 use super::csv::{Selection, Values, divisor};
 use super::jsonl::write_value;
-use super::{Key, column_names, holds, key_of, table_name};
-use crate::dataflash::fmt::{FieldType, Format, Formats};
+use super::{Key, WriteMessages, column_names, export, holds, key_of, table_name};
+use crate::dataflash::fmt::{FieldType, Format};
 use crate::dataflash::message::{Message, Text, Value};
-use crate::dataflash::reader::{Noting, Rules, Sink, scan_with};
-use crate::dataflash::report::{DataflashReport, Observer, build};
+use crate::dataflash::report::DataflashReport;
 use crate::recording::{Level, Recording};
 use crate::report::Trust;
 use serde_json::json;
@@ -64,8 +63,8 @@ fn scaled(value: Option<Value<'_>>, ty: FieldType) -> Option<f64> {
     Some(divisor(ty).map_or(v, |d| v / d))
 }
 
-/// Records every message `selection` takes; keeps the first error.
-struct McapSink<'s, W: Write + Seek> {
+/// Records every message.
+struct McapWriter<'s, W: Write + Seek> {
     recording: Recording<W>,
     selection: &'s Selection,
     /// Channels by type byte, and all of them with their keys.
@@ -76,11 +75,9 @@ struct McapSink<'s, W: Write + Seek> {
     /// Messages before the first time, with their channels (`None`: a log entry).
     waiting: Vec<(Option<u16>, Vec<u8>)>,
     line: Vec<u8>,
-    observer: Observer,
-    error: Option<io::Error>,
 }
 
-impl<W: Write + Seek> McapSink<'_, W> {
+impl<W: Write + Seek> McapWriter<'_, W> {
     /// The channel of `format`, created on first use.
     fn channel(&mut self, format: &Format) -> io::Result<u16> {
         let slot = usize::from(format.type_id);
@@ -159,8 +156,10 @@ impl<W: Write + Seek> McapSink<'_, W> {
         }
         Ok(())
     }
+}
 
-    fn record(&mut self, message: &Message<'_>) -> io::Result<()> {
+impl<W: Write + Seek> WriteMessages for McapWriter<'_, W> {
+    fn message(&mut self, message: &Message<'_>) -> io::Result<()> {
         let channel = self.channel(message.format)?;
         self.write_json(message)?;
         if let Some(time) = message.clock_us() {
@@ -205,22 +204,6 @@ impl<W: Write + Seek> McapSink<'_, W> {
     }
 }
 
-impl<W: Write + Seek> Sink for McapSink<'_, W> {
-    fn message(&mut self, message: &Message<'_>) {
-        self.observer.message(message);
-        if self.error.is_none()
-            && self.selection.takes(message)
-            && let Err(e) = self.record(message)
-        {
-            self.error = Some(e);
-        }
-    }
-
-    fn session(&mut self, offset: u64) {
-        self.observer.session(offset);
-    }
-}
-
 /// Decode `data` by the thorough rules and record the messages `selection` takes into `out`, then
 /// the corrupt spans; returns the `check` report and the writer.
 pub fn write_mcap<W: Write + Seek>(
@@ -230,7 +213,7 @@ pub fn write_mcap<W: Write + Seek>(
     out: W,
     reached: &AtomicU64,
 ) -> io::Result<(DataflashReport, W)> {
-    let mut sink = McapSink {
+    let writer = McapWriter {
         recording: Recording::new(out)?,
         selection,
         current: vec![None; 256],
@@ -238,21 +221,10 @@ pub fn write_mcap<W: Write + Seek>(
         time_us: None,
         waiting: Vec::new(),
         line: Vec::with_capacity(1024),
-        observer: Observer::default(),
-        error: None,
     };
-    let scan = scan_with(
-        data,
-        Rules::Thorough,
-        Formats::new(),
-        &mut (&mut sink, &mut Noting(reached)),
-    );
-    if let Some(e) = sink.error.take() {
-        return Err(e);
-    }
-    sink.write_waiting(0)?;
-    let mut recording = sink.recording;
-    let report = build(path, data, scan, sink.observer);
+    let (mut writer, report) = export(path, data, writer, selection, reached)?;
+    writer.write_waiting(0)?;
+    let mut recording = writer.recording;
     for span in &report.file.corrupt_spans {
         let text = format!(
             "damaged [{}..{}) {} bytes: {}",

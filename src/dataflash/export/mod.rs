@@ -6,7 +6,80 @@ pub mod jsonl;
 pub mod mcap;
 pub mod parquet;
 
-use crate::dataflash::fmt::Format;
+use crate::dataflash::fmt::{Format, Formats};
+use crate::dataflash::message::Message;
+use crate::dataflash::reader::{Noting, Rules, Sink, scan_with};
+use crate::dataflash::report::{DataflashReport, Observer, build};
+use csv::Selection;
+use std::io;
+use std::sync::atomic::AtomicU64;
+
+/// How an export writes the messages its selection takes.
+pub(crate) trait WriteMessages {
+    fn message(&mut self, message: &Message<'_>) -> io::Result<()>;
+    /// A session starts at `offset` (see [`Sink::session`]).
+    fn session(&mut self, _offset: u64) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Decode `data` by the thorough rules and write the messages `selection` takes with `writer`,
+/// telling `reached` how far the scan is: the writer and the file's `check` report, or the
+/// first write error.
+pub(crate) fn export<T: WriteMessages>(
+    path: &str,
+    data: &[u8],
+    writer: T,
+    selection: &Selection,
+    reached: &AtomicU64,
+) -> io::Result<(T, DataflashReport)> {
+    let mut sink = Exporting {
+        writer,
+        observer: Observer::default(),
+        selection,
+        error: None,
+    };
+    let scan = scan_with(
+        data,
+        Rules::Thorough,
+        Formats::new(),
+        &mut (&mut sink, &mut Noting(reached)),
+    );
+    match sink.error {
+        Some(e) => Err(e),
+        None => Ok((sink.writer, build(path, data, scan, sink.observer))),
+    }
+}
+
+/// The sink of an export: every message goes to the report's observer, and those `selection`
+/// takes to `writer`, until a write fails (the first error is kept).
+struct Exporting<'s, T> {
+    writer: T,
+    observer: Observer,
+    selection: &'s Selection,
+    error: Option<io::Error>,
+}
+
+impl<T: WriteMessages> Sink for Exporting<'_, T> {
+    fn message(&mut self, message: &Message<'_>) {
+        self.observer.message(message);
+        if self.error.is_none()
+            && self.selection.takes(message)
+            && let Err(e) = self.writer.message(message)
+        {
+            self.error = Some(e);
+        }
+    }
+
+    fn session(&mut self, offset: u64) {
+        self.observer.session(offset);
+        if self.error.is_none()
+            && let Err(e) = self.writer.session(offset)
+        {
+            self.error = Some(e);
+        }
+    }
+}
 
 /// One name per field of `format`: its FMT's column names, fields past them named `fieldN` by
 /// their 1-based position (a damaged FMT can name fewer columns than it has fields, or more).

@@ -10,12 +10,12 @@
 //! the file's metadata names the `type`, its `format` characters and its `columns`.
 
 use super::csv::{Selection, Values, column_units, divisor};
-use super::{Key, column_names, holds, key_of, table_name};
+use super::{Key, WriteMessages, column_names, export, holds, key_of, table_name};
 use crate::columnar::{Column, ColumnType, Encoder, Table};
 use crate::dataflash::fmt::{FieldType, Format, Formats};
 use crate::dataflash::message::{Message, Text, Value, int16_array};
-use crate::dataflash::reader::{Noting, Rules, Sink, scan_with};
-use crate::dataflash::report::{DataflashReport, Observer, build};
+use crate::dataflash::reader::{Noting, Rules, scan_with};
+use crate::dataflash::report::DataflashReport;
 use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::sync::atomic::AtomicU64;
@@ -72,8 +72,8 @@ fn columns(end: &Formats, format: &Format, values: Values) -> Vec<Column> {
     columns
 }
 
-/// Writes every message `selection` takes into its type's table; keeps the first error.
-struct ParquetSink<'f, W: Write + Send + 'static, F> {
+/// Writes every message into its type's table.
+struct ParquetWriter<'f, W: Write + Send + 'static, F> {
     /// The format table at the end of the file: the units of every type.
     formats: &'f Formats,
     create: F,
@@ -81,15 +81,13 @@ struct ParquetSink<'f, W: Write + Send + 'static, F> {
     current: Vec<Option<usize>>,
     tables: Vec<(Key, String, Table<W>)>,
     selection: &'f Selection,
-    observer: Observer,
     session: u32,
     /// One text value, reused.
     text: String,
-    error: Option<io::Error>,
     encoder: &'f Encoder,
 }
 
-impl<W: Write + Send + 'static, F: FnMut(&str) -> io::Result<W>> ParquetSink<'_, W, F> {
+impl<W: Write + Send + 'static, F: FnMut(&str) -> io::Result<W>> ParquetWriter<'_, W, F> {
     /// The table for `format`, created on first use.
     fn table(&mut self, format: &Format) -> io::Result<usize> {
         let slot = usize::from(format.type_id);
@@ -117,8 +115,12 @@ impl<W: Write + Send + 'static, F: FnMut(&str) -> io::Result<W>> ParquetSink<'_,
         self.current[slot] = Some(index);
         Ok(index)
     }
+}
 
-    fn row(&mut self, message: &Message<'_>) -> io::Result<()> {
+impl<W: Write + Send + 'static, F: FnMut(&str) -> io::Result<W>> WriteMessages
+    for ParquetWriter<'_, W, F>
+{
+    fn message(&mut self, message: &Message<'_>) -> io::Result<()> {
         let index = self.table(message.format)?;
         let table = &mut self.tables[index].2;
         let values = self.selection.values;
@@ -150,22 +152,10 @@ impl<W: Write + Send + 'static, F: FnMut(&str) -> io::Result<W>> ParquetSink<'_,
         table.push_text(message.trust.as_str());
         table.end_row()
     }
-}
 
-impl<W: Write + Send + 'static, F: FnMut(&str) -> io::Result<W>> Sink for ParquetSink<'_, W, F> {
-    fn message(&mut self, message: &Message<'_>) {
-        self.observer.message(message);
-        if self.error.is_none()
-            && self.selection.takes(message)
-            && let Err(e) = self.row(message)
-        {
-            self.error = Some(e);
-        }
-    }
-
-    fn session(&mut self, offset: u64) {
-        self.observer.session(offset);
+    fn session(&mut self, _offset: u64) -> io::Result<()> {
         self.session = self.session.saturating_add(1);
+        Ok(())
     }
 }
 
@@ -185,30 +175,19 @@ pub fn write_parquet<W: Write + Send + 'static>(
     let first = scan_with(data, Rules::Thorough, Formats::new(), &mut Noting(reached));
     // Declared before the sink, so that its tables are dropped before it waits for its thread.
     let encoder = Encoder::new()?;
-    let mut sink = ParquetSink {
+    let writer = ParquetWriter {
         formats: &first.formats,
         create,
         current: vec![None; 256],
         tables: Vec::new(),
         selection,
-        observer: Observer::default(),
         session: 1,
         text: String::new(),
-        error: None,
         encoder: &encoder,
     };
-    let scan = scan_with(
-        data,
-        Rules::Thorough,
-        Formats::new(),
-        &mut (&mut sink, &mut Noting(reached)),
-    );
-    if let Some(e) = sink.error {
-        return Err(e);
-    }
-    let report = build(path, data, scan, sink.observer);
-    let mut closing = Vec::with_capacity(sink.tables.len());
-    for (_, name, table) in sink.tables {
+    let (writer, report) = export(path, data, writer, selection, reached)?;
+    let mut closing = Vec::with_capacity(writer.tables.len());
+    for (_, name, table) in writer.tables {
         closing.push((name, table.close()?));
     }
     let mut written = Vec::with_capacity(closing.len());
