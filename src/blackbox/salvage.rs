@@ -923,16 +923,25 @@ pub fn lacks_header(input: &[u8], searched: &mut dyn FnMut(usize)) -> bool {
         .any(|&(borrow, _, _)| borrow)
 }
 
-/// The stretches of `input` to keep: (whether a header must go in front, start, end).
+/// The stretches of `input` to keep: (whether a header must go in front, start, end). A
+/// session's header is judged as its decoding reads it: mended where blocks were written over
+/// it.
 fn headerless_pieces(input: &[u8], searched: &mut dyn FnMut(usize)) -> Vec<(bool, usize, usize)> {
-    let sessions = super::find_sessions_telling(input, super::Markers::Holed, searched);
+    /// Tells the search's progress on.
+    struct Searching<'a>(&'a mut dyn FnMut(usize));
+    impl Sink for Searching<'_> {
+        fn searched(&mut self, offset: usize) {
+            (self.0)(offset)
+        }
+    }
+    let plan = super::Plan::of(input, &mut Searching(searched), Validation::Thorough);
     let mut pieces: Vec<(bool, usize, usize)> = Vec::new();
-    let first = sessions.first().map_or(input.len(), |s| s.start);
-    if sessions.is_empty() || super::is_headless_frame_data(&input[..first]) {
+    let first = plan.bounds.first().map_or(input.len(), |s| s.start);
+    if plan.bounds.is_empty() || super::is_headless_frame_data(&input[..first]) {
         pieces.push((true, 0, first));
     }
-    for bounds in sessions {
-        let header = super::header::Header::parse(input, bounds.start, bounds.end);
+    for index in 0..plan.bounds.len() {
+        let Session { bounds, header } = plan.session(input, index);
         let data_start = (header.data_start as usize).clamp(bounds.start, bounds.end);
         if header.i.is_some() {
             pieces.push((false, bounds.start, bounds.end));

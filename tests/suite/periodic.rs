@@ -21,14 +21,22 @@ fn export(path: &Path) -> Vec<u8> {
     bbcheck(&["export", "--jsonl", path.to_str().unwrap()]).stdout
 }
 
+/// The log `salvage` writes of `path` (which it must write: the log keeps its header).
 fn salvage(path: &Path, out: &Path) -> Vec<u8> {
-    bbcheck(&[
+    let _ = std::fs::remove_file(out);
+    let run = bbcheck(&[
         "salvage",
         path.to_str().unwrap(),
         "-o",
         out.to_str().unwrap(),
     ]);
-    std::fs::read(out).unwrap()
+    assert!(
+        run.status.code().is_some_and(|c| c <= 1),
+        "{}: {}",
+        path.display(),
+        String::from_utf8_lossy(&run.stderr)
+    );
+    std::fs::read(out).unwrap_or_else(|e| panic!("{}: nothing salvaged: {e}", path.display()))
 }
 
 /// Whether `copy` (`d` of a clean log whose check is `report`, export `exported` and salvage
