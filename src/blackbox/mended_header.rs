@@ -8,10 +8,13 @@
 //! decoding reads.
 
 use super::decoder::SessionBounds;
-use super::header::{Header, LOG_START_MARKER, MAX_HEADER, is_text_byte};
+use super::header::{Header, HeaderProblem, LOG_START_MARKER, MAX_HEADER, is_text_byte};
 use super::library::LIBRARY;
 use crate::periodic::Blocks;
 use std::ops::Range;
+
+/// What a hole nothing fills reads as: text no value parses as a number.
+const UNKNOWN: u8 = b'?';
 
 /// Bytes of a line outside its holes that a source must match for its bytes to fill them.
 const MIN_CONTEXT: usize = 8;
@@ -84,6 +87,11 @@ pub fn mend(
         }
         None => true,
     });
+    // What nothing fills reads as unknown text: a block's control bytes would end the header
+    // at the line, and every line after it would be lost.
+    for line in &unfilled {
+        line.fill_unknown(&mut bytes);
+    }
     let mut header = parse(&bytes);
     header.mended = true;
     // A line with holes belongs to the header if it starts there.
@@ -91,9 +99,18 @@ pub fn mend(
     if !lines.iter().any(in_header) {
         return None;
     }
-    let in_doubt = unfilled
-        .iter()
-        .any(|line| in_header(line) && line.may_be_read(&header));
+    let in_doubt = unfilled.iter().any(|line| {
+        in_header(line) && (line.may_be_read(&header) || is_read(&bytes[line.start..]))
+    });
+    for line in unfilled.iter().filter(|line| in_header(line)) {
+        let start = (region.start + line.start) as u64;
+        header.problems.push(HeaderProblem {
+            start,
+            end: start + line.bytes.len() as u64,
+            message: "a block written over the line left bytes nothing shows".into(),
+        });
+    }
+    header.problems.sort_by_key(|p| p.start);
     Some(Mended { header, in_doubt })
 }
 
@@ -151,6 +168,19 @@ impl Line<'_> {
                 .zip(from.by_ref())
             {
                 *b = *f;
+            }
+        }
+    }
+
+    /// Fill the holes with [`UNKNOWN`], but for a line's `H ` (in `bytes`, the bytes searched).
+    fn fill_unknown(&self, bytes: &mut [u8]) {
+        for hole in &self.holes {
+            for i in hole.clone() {
+                bytes[self.start + i] = match i {
+                    0 => b'H',
+                    1 => b' ',
+                    _ => UNKNOWN,
+                };
             }
         }
     }
@@ -266,6 +296,17 @@ impl Line<'_> {
     }
 }
 
+/// Whether a header line (from its `H`) is one the decoding reads: a frame definition or one of
+/// [`READ`].
+fn is_read(line: &[u8]) -> bool {
+    let named = |name: &str| {
+        line.strip_prefix(b"H ")
+            .and_then(|l| l.strip_prefix(name.as_bytes()))
+            .is_some_and(|l| l.starts_with(b":"))
+    };
+    line.starts_with(b"H Field ") || READ.iter().any(|name| named(name))
+}
+
 /// Whether a header line (from its `H`) is one a firmware build fixes: a frame definition, the
 /// data version or the firmware type.
 fn is_layout_line(line: &[u8]) -> bool {
@@ -277,6 +318,7 @@ fn is_layout_line(line: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::blackbox::predictor::Predictor;
 
     const BLOCK: &[u8] = b"\x00\x08\x00";
 
@@ -368,5 +410,25 @@ mod tests {
         let at = line_at("thr_mid") + 3;
         let m = mended(HEADER, at, &[]);
         assert!(!m.in_doubt && m.header.i.is_some());
+    }
+
+    #[test]
+    fn a_hole_nothing_fills_reads_as_unknown_text_and_the_header_goes_on() {
+        // A frame's letter (`S`) after the block would end the header there.
+        let revision = b"H Firmware revision:Betaflight 4.5.1 (77d0abcde) STM32F405\n";
+        let split = line_at("motorOutput");
+        let header = [&HEADER[..split], revision, &HEADER[split..]].concat();
+        let m = mended(&header, split + 41, &[]);
+        let revision_text = "Betaflight 4.5.1 (77d???cde) STM32F405";
+        assert_eq!(m.header.get("Firmware revision"), Some(revision_text));
+        assert_eq!(m.header.get("motorOutput"), Some("48,2047"));
+        assert!(m.header.i.is_some() && !m.in_doubt);
+        let spans: Vec<_> = m.header.problems.iter().map(|p| (p.start, p.end)).collect();
+        assert_eq!(spans, [(split as u64, (split + revision.len()) as u64)]);
+        // Of a setting's values, those the hole spares read; the others are no numbers.
+        let m = mended(HEADER, line_at("motorOutput") + 17, &[]);
+        assert_eq!(m.header.get("motorOutput"), Some("48,???7"));
+        let first_motor = m.header.i.as_ref().map(|i| i.fields[2].predictor);
+        assert_eq!(first_motor, Some(Predictor::MinMotor(48)));
     }
 }
