@@ -111,18 +111,13 @@ fn find_sessions_telling(
 /// read twice, a marker's end repeated after it): a whole marker over a holed one, else the first.
 fn drop_overlapping_markers(file: &[u8], starts: &mut Vec<usize>) {
     let whole = |at: usize| file[at..].starts_with(LOG_START_MARKER);
-    let mut kept: Vec<usize> = Vec::with_capacity(starts.len());
-    for &at in starts.iter() {
-        match kept.last_mut() {
-            Some(last) if at - *last < LOG_START_MARKER.len() => {
-                if whole(at) && !whole(*last) {
-                    *last = at;
-                }
-            }
-            _ => kept.push(at),
+    starts.dedup_by(|later, kept| {
+        let overlaps = *later - *kept < LOG_START_MARKER.len();
+        if overlaps && whole(*later) && !whole(*kept) {
+            *kept = *later;
         }
-    }
-    *starts = kept;
+        overlaps
+    });
 }
 
 /// The header line every session that decodes main frames holds.
