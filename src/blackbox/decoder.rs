@@ -250,6 +250,8 @@ pub struct SessionDecoder<'a> {
     stream_valid: bool,
     last_iteration: Option<u32>,
     last_time: Option<u32>,
+    /// Whether `last_iteration` is a logging-resume event's, which the next main frame may share.
+    after_resume: bool,
     /// Mean µs per loop iteration between consecutive main frames.
     loop_time: Option<f64>,
     /// Samples the loop time is the mean of, up to [`LOOP_TIME_SAMPLES`].
@@ -402,6 +404,7 @@ impl<'a> SessionDecoder<'a> {
             stream_valid: false,
             last_iteration: None,
             last_time: None,
+            after_resume: false,
             loop_time: None,
             loop_samples: 0,
             newline_converted: false,
@@ -821,7 +824,7 @@ impl<'a> SessionDecoder<'a> {
                 .last_time
                 .is_some_and(|l| time.wrapping_sub(l) >= MAX_TIME_JUMP_US);
         let on_schedule = kind == FrameKind::P || iteration % self.header.i_interval == 0;
-        !leaps && on_schedule && self.timing_consistent(iteration, time)
+        !leaps && on_schedule && !self.repeats(iteration) && self.timing_consistent(iteration, time)
     }
 
     /// A complete frame from `start` to `end`: decide whether to accept it.
@@ -908,6 +911,7 @@ impl<'a> SessionDecoder<'a> {
                     Event::LoggingResume { iteration, time } => {
                         self.last_iteration = Some(iteration);
                         self.last_time = Some(time);
+                        self.after_resume = true;
                     }
                     Event::LogEnd { .. } => self.limit = end,
                     _ => {}
@@ -923,6 +927,14 @@ impl<'a> SessionDecoder<'a> {
         let back =
             |now: u32, last: Option<u32>| last.is_some_and(|l| now.wrapping_sub(l) >= 1 << 31);
         back(iteration, self.last_iteration) || back(time, self.last_time)
+    }
+
+    /// Whether an I frame at `iteration` repeats the last main frame's iteration: a firmware
+    /// logs at most one main frame an iteration, so its bytes were read before (a download that
+    /// wrote a block twice, say). The frame after a logging resume may share the event's. (A P
+    /// frame's iteration is predicted onwards.)
+    fn repeats(&self, iteration: u32) -> bool {
+        !self.after_resume && self.last_iteration == Some(iteration)
     }
 
     /// Whether the H frame just decoded puts the home elsewhere than the last one accepted (by
@@ -1017,6 +1029,9 @@ impl<'a> SessionDecoder<'a> {
             (Validation::Thorough, _) if iteration % self.header.i_interval != 0 => {
                 return self.reject(DamageReason::ImplausibleIteration);
             }
+            (Validation::Thorough, _) if self.repeats(iteration) => {
+                return self.reject(DamageReason::ImplausibleIteration);
+            }
             (Validation::Thorough, _) if !self.timing_consistent(iteration, time) => {
                 return self.reject(DamageReason::ImplausibleTime);
             }
@@ -1109,6 +1124,7 @@ impl<'a> SessionDecoder<'a> {
         self.stream_valid = true;
         self.last_iteration = Some(iteration);
         self.last_time = Some(time);
+        self.after_resume = false;
         self.accept_main(FrameKind::I, start, end, sink);
     }
 
@@ -1141,6 +1157,7 @@ impl<'a> SessionDecoder<'a> {
         }
         self.last_iteration = Some(iteration);
         self.last_time = Some(time);
+        self.after_resume = false;
         self.accept_main(FrameKind::P, start, end, sink);
     }
 
@@ -1298,9 +1315,11 @@ impl<'a> SessionDecoder<'a> {
         };
         let listed_frames = &self.listed_suspect;
         let iteration_index = self.iteration_index;
-        // The I frame's values stand under the rest: an offset there puts every time in doubt;
-        // so do bytes written over a main frame from there on.
-        let i_frame_doubted = suspicion.is_some_and(|s| s.rule == Rule::IFrameOffset);
+        // The I frame's values stand under the rest: an offset there, or damage that may begin
+        // inside it, puts every time in doubt; so do bytes written over a main frame from there
+        // on.
+        let i_frame_doubted = suspicion
+            .is_some_and(|s| matches!(s.rule, Rule::IFrameOffset | Rule::DamageAfterIFrame));
         let written_from = self
             .written_over_suspicion(untrusted.from)
             .map_or(usize::MAX, |s| s.from);

@@ -243,7 +243,7 @@ impl Group {
             from,
             reason,
             time_from: drift.min(time),
-            after_i_frame: self.drifted && drift == 1 && drift < refused,
+            after_i_frame: self.drifted && drift == 1 && drift <= refused,
             line_feed_from,
         }
     }

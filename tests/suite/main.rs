@@ -30,6 +30,7 @@ mod python_package;
 mod quality;
 mod readme;
 mod real_corpus;
+mod repeated_blocks;
 mod robustness;
 mod roundtrip;
 mod salvage;
