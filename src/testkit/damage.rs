@@ -14,6 +14,9 @@ pub enum Model {
     DropBytes,
     /// Whole 512-byte blocks lost (a flash page or SD sector).
     LostBlocks,
+    /// Blocks of 512–4096 bytes written twice, the copy right after the block (a download that
+    /// fetched a chunk again and kept both).
+    RepeatedBlocks,
     /// One long dropout: 40 % of a session's data gone at once.
     LongDropout,
     /// Single bits flipped in place (worn flash).
@@ -51,10 +54,11 @@ impl Model {
     /// [`Model::ALL`] for Blackbox (`tests/suite/quality.rs`).
     pub const WRITTEN_OVER: [Model; 1] = [Model::PeriodicOverwrites];
     /// Every model that damages bytes where they lie, in the order reports list them.
-    pub const ALL: [Model; 11] = [
+    pub const ALL: [Model; 12] = [
         Model::DropRuns,
         Model::DropBytes,
         Model::LostBlocks,
+        Model::RepeatedBlocks,
         Model::LongDropout,
         Model::BitFlips,
         Model::InsertGarbage,
@@ -71,6 +75,7 @@ impl Model {
             Model::DropRuns => "drop-runs",
             Model::DropBytes => "drop-bytes",
             Model::LostBlocks => "lost-blocks",
+            Model::RepeatedBlocks => "repeated-blocks",
             Model::LongDropout => "long-dropout",
             Model::BitFlips => "bit-flips",
             Model::InsertGarbage => "insert-garbage",
@@ -108,7 +113,8 @@ impl Model {
 /// One change made to the input.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Change {
-    /// `drop`, `insert`, `flip`, `zero`, `truncate`, `newline`, `header` or `overwrite`.
+    /// `drop`, `insert`, `repeat`, `flip`, `zero`, `truncate`, `newline`, `header` or
+    /// `overwrite`.
     pub kind: &'static str,
     /// Where the change is in the damaged output.
     pub offset: u64,
@@ -291,6 +297,17 @@ pub fn damage(input: &[u8], model: Model, seed: u64) -> Damaged {
                 let block = at / 512 * 512;
                 if edits.iter().all(|(a, _, _)| *a != block) && block + 512 <= hi {
                     edits.push((block, Edit::Remove(512), "drop"));
+                }
+            }
+        }
+        Model::RepeatedBlocks => {
+            let count = rng.range(1, 4);
+            let sizes = |r: &mut Rng| 512 << r.range(0, 4);
+            for (at, n) in runs(&mut rng, ranges, count, sizes) {
+                let block = at / n * n;
+                if edits.iter().all(|(a, _, _)| *a != block + n) && block + n <= hi {
+                    let copy = input[block..block + n].to_vec();
+                    edits.push((block + n, Edit::Insert(copy), "repeat"));
                 }
             }
         }

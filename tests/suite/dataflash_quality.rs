@@ -30,7 +30,7 @@ use bbcheck::dataflash::{self, Message, Rules, Sink};
 use bbcheck::report::Trust;
 use bbcheck::testkit::damage::{self, Change, Model};
 use common::input_offset;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 const SEEDS: u64 = 24;
 
@@ -229,6 +229,8 @@ struct Tally {
     reference_recovered: u64,
     reference_wrong: u64,
     reference_material: u64,
+    /// Trusted messages that are a clean message trusted before (a block read twice).
+    twice: u64,
     points: u64,
     localised: u64,
 }
@@ -249,10 +251,17 @@ fn score(
     print: bool,
 ) -> Score {
     let mut s = Score::default();
+    // A clean message trusted twice (read again where a block was written twice) is wrong the
+    // second time: the log has it once.
+    let mut trusted = HashSet::new();
     for (i, &(offset, len, _, trust, read)) in got.0.iter().enumerate() {
         let suspect = trust == Trust::Suspect;
         s.suspect += u64::from(suspect);
         match input_offset(changes, offset, len) {
+            Some(at) if !suspect && !trusted.insert(at) => {
+                s.wrong += 1;
+                s.twice += 1;
+            }
             Some(at)
                 if truth.length_at(at) == Some(len)
                     && digest(&damaged[offset as usize..(offset + len) as usize]) == read =>
@@ -289,6 +298,8 @@ fn score(
 struct Score {
     recovered: u64,
     wrong: u64,
+    /// Of the wrong, those that are a clean message trusted before.
+    twice: u64,
     /// Wrong trusted messages off by more than the flight's own motion ([`Truth::material`]).
     material: u64,
     suspect: u64,
@@ -367,6 +378,7 @@ fn dataflash_recovery_quality_per_damage_model() {
                 t.ceiling += intact.values().filter(|&&x| x).count() as u64;
                 t.recovered += ours.recovered;
                 t.wrong += ours.wrong;
+                t.twice += ours.twice;
                 t.material += ours.material;
                 t.reference_material += theirs.material;
                 t.suspect += ours.suspect;
@@ -435,6 +447,13 @@ fn dataflash_recovery_quality_per_damage_model() {
                 model.name(),
                 t.material,
                 t.reference_material
+            ));
+        }
+        if t.twice > 0 {
+            failures.push(format!(
+                "{}: {} messages trusted twice",
+                model.name(),
+                t.twice
             ));
         }
         if t.wrong > t.reference_wrong {

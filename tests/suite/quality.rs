@@ -38,7 +38,7 @@ use bbcheck::blackbox::frame::FrameKind;
 use bbcheck::blackbox::sink::{EventFrame, Frame, Sink};
 use bbcheck::report::Trust;
 use bbcheck::testkit::damage::{self, Model};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 const SEEDS: u64 = 6;
 
@@ -274,6 +274,9 @@ struct Score {
 
 fn score(truth: &Truth<'_>, intact: &[bool], plain: &[bool], got: &Mains) -> Score {
     let mut s = Score::default();
+    // A frame of the flight trusted twice (read again where a block was written twice) stands
+    // where the flight has none: bogus.
+    let mut trusted = HashSet::new();
     for f in &got.frames {
         let exact = match truth.get(&f.key) {
             Some(&(i, values)) if values == f.values.as_slice() => Some(i),
@@ -282,6 +285,10 @@ fn score(truth: &Truth<'_>, intact: &[bool], plain: &[bool], got: &Mains) -> Sco
         if f.trust == Trust::Suspect {
             s.suspect += 1;
             s.suspect_wrong += u64::from(exact.is_none());
+            continue;
+        }
+        if !trusted.insert(f.key) {
+            s.bogus += 1;
             continue;
         }
         match (exact, truth.get(&f.key)) {

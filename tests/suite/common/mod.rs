@@ -59,7 +59,7 @@ pub fn clean_real_logs() -> Vec<(String, Vec<u8>)> {
 }
 
 /// Where the bytes `[offset, offset + len)` of a damaged copy were in its input, when they are an
-/// unchanged stretch of it.
+/// unchanged stretch of it (or of a block written again).
 pub fn input_offset(
     changes: &[bbcheck::testkit::damage::Change],
     offset: u64,
@@ -70,6 +70,10 @@ pub fn input_offset(
     for c in changes {
         if offset >= out && offset + len <= c.offset {
             return Some(input + (offset - out));
+        }
+        // A block written again holds the bytes right before it.
+        if c.kind == "repeat" && offset >= c.offset && offset + len <= c.offset + c.length {
+            return Some(c.input_offset - c.length + (offset - c.offset));
         }
         out = c.offset + c.length;
         input = c.input_offset + c.input_length;
