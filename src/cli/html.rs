@@ -178,7 +178,7 @@ pub fn escape(text: &str) -> String {
 }
 
 /// Every reason, in the order the legend lists them, with its colour.
-const REASONS: [(DamageReason, &str); 15] = [
+const REASONS: [(DamageReason, &str); 17] = [
     (DamageReason::Garbage, "#d62728"),
     (DamageReason::FrameRejectedNextByte, "#ff7f0e"),
     (DamageReason::FrameTooLong, "#8c564b"),
@@ -194,6 +194,8 @@ const REASONS: [(DamageReason, &str); 15] = [
     (DamageReason::HeaderDamaged, "#e7ba52"),
     (DamageReason::SuspectGroup, "#ff9896"),
     (DamageReason::NewlineConverted, "#637939"),
+    (DamageReason::WrittenOver, "#843c39"),
+    (DamageReason::RepeatedData, "#6b6ecf"),
 ];
 
 /// Region kinds with their colour and what the legend says of them.
