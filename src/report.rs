@@ -70,10 +70,6 @@ pub enum DamageReason {
     /// A frame holding bytes written over the log at a fixed stride (a download's chunk headers,
     /// see [`crate::periodic::written_over`]): the log's own bytes there are lost.
     WrittenOver,
-    /// Bytes the log holds just before, written again (a download that fetched a block twice):
-    /// DataFlash messages read a second time, whose TimeUS steps back less than a late sample's
-    /// may.
-    RepeatedData,
 }
 
 impl DamageReason {
@@ -96,7 +92,6 @@ impl DamageReason {
             DamageReason::SuspectGroup => "suspect-group",
             DamageReason::NewlineConverted => "newline-converted",
             DamageReason::WrittenOver => "written-over",
-            DamageReason::RepeatedData => "repeated-data",
         }
     }
 
@@ -127,7 +122,6 @@ impl DamageReason {
             DamageReason::WrittenOver => {
                 "bytes written over the log at a fixed stride (a download's chunk headers)"
             }
-            DamageReason::RepeatedData => "bytes the log already holds, written again",
         }
     }
 }

@@ -178,7 +178,7 @@ pub fn escape(text: &str) -> String {
 }
 
 /// Every reason, in the order the legend lists them, with its colour.
-const REASONS: [(DamageReason, &str); 17] = [
+const REASONS: [(DamageReason, &str); 16] = [
     (DamageReason::Garbage, "#d62728"),
     (DamageReason::FrameRejectedNextByte, "#ff7f0e"),
     (DamageReason::FrameTooLong, "#8c564b"),
@@ -195,7 +195,6 @@ const REASONS: [(DamageReason, &str); 17] = [
     (DamageReason::SuspectGroup, "#ff9896"),
     (DamageReason::NewlineConverted, "#637939"),
     (DamageReason::WrittenOver, "#843c39"),
-    (DamageReason::RepeatedData, "#6b6ecf"),
 ];
 
 /// Region kinds with their colour and what the legend says of them.

@@ -366,9 +366,6 @@ struct Scanner<'a> {
     undefined: Vec<(u64, u64)>,
     undefined_types: Vec<UndefinedType>,
     line_feeds_read: u64,
-    /// Per type id, the TimeUS and the offset of the last message accepted in the session (0
-    /// and none before one): a type's messages do not step back in time, nor repeat the last.
-    type_last: Box<[(u64, usize); 256]>,
 }
 
 /// The longest message there can be: the length is one byte.
@@ -404,13 +401,6 @@ const TIME_BACK_US: u64 = 1_000_000;
 
 /// How far it may lie after it (a log written while disarmed is sparse: seconds between messages).
 const TIME_AHEAD_US: u64 = 60_000_000;
-
-/// How far before damage a message read right after it is looked for (a block written twice
-/// repeats bytes at most this far back).
-const REPEAT_REACH: usize = 64 << 10;
-
-/// The fewest bytes taken for a block written twice (a message sent again is not one).
-const MIN_REPEAT: usize = 64;
 
 /// Messages looked at after one whose TimeUS jumps, for one that has a TimeUS to agree or not.
 const TIME_WITNESSES: usize = 4;
@@ -614,57 +604,6 @@ impl Scanner<'_> {
             }
         }
         Timing::Damaged
-    }
-
-    /// Whether a message of `type_id` at TimeUS `time`, of `bytes`, lies before the last of its
-    /// type, or is that one again.
-    fn steps_back(&self, type_id: u8, time: u64, bytes: &[u8]) -> bool {
-        let (last, at) = self.type_last[usize::from(type_id)];
-        time < last
-            || time == last
-                && at
-                    .checked_add(bytes.len())
-                    .and_then(|end| self.data.get(at..end))
-                    == Some(bytes)
-    }
-
-    /// Where the messages from `at` stop being ones read before, when the message there (`len`
-    /// bytes) stands whole in the [`REPEAT_REACH`] bytes before the damage it follows, or before
-    /// it, and the bytes from there repeat all those up to the damage (but for less than a
-    /// message: one the copy's start cut may have ended in step), [`MIN_REPEAT`] bytes or more:
-    /// a block written twice, right after itself. (A log that starts again with the same definitions repeats a stretch far
-    /// before it.) Every message that lies whole in the repeated bytes was read before; the one
-    /// the copy's end cuts is the log's, going on.
-    fn read_again(&self, at: usize, len: usize) -> Option<usize> {
-        let damage = usize::try_from(self.end_offset).ok()?.min(at);
-        let from = damage.saturating_sub(REPEAT_REACH);
-        let message = self.data.get(at..at.checked_add(len)?)?;
-        let earlier = from + memchr::memmem::rfind(&self.data[from..damage], message)?;
-        let run = self.data[at..]
-            .iter()
-            .zip(&self.data[earlier..])
-            .take_while(|(a, b)| a == b)
-            .count();
-        let repeated = at + run;
-        if run < MIN_REPEAT || earlier + run + MAX_MESSAGE_LEN as usize <= damage {
-            return None;
-        }
-        let mut end = at;
-        while let Some(next) = self.message_end(end)
-            && next <= repeated
-        {
-            end = next;
-        }
-        (end > at).then_some(end)
-    }
-
-    /// Where the message starting at `at` ends, when a defined type's header starts there.
-    fn message_end(&self, at: usize) -> Option<usize> {
-        let header = self.data.get(at..at.checked_add(HEADER_LEN)?)?;
-        let len = (header[..2] == HEADER[..])
-            .then(|| self.formats.get(header[2])?.message_len())
-            .flatten()?;
-        at.checked_add(len)
     }
 
     /// Whether a message ending at `at` ends in sync: another message starts there (`A3 95` and a
@@ -884,20 +823,6 @@ impl Scanner<'_> {
                         }
                     }
                 }
-                // A timed message right after damage or earlier than the last of its type, or a
-                // definition right after damage, may be one read before (a block written twice).
-                // (Untimed values may recur at any distance.)
-                let after_damage = self.gap_reason.is_some();
-                let suspicious = match time {
-                    Some(t) => after_damage || self.steps_back(type_id, t, bytes),
-                    None => after_damage && defined.is_some(),
-                };
-                if suspicious && let Some(end) = self.read_again(pos, message_len) {
-                    // What was refused before it is where the copy's start cut a message.
-                    self.gap_reason = Some(DamageReason::RepeatedData);
-                    pos = end;
-                    continue;
-                }
                 let timing = match time {
                     Some(time) if defined.is_none() && self.old_from.is_none() => {
                         self.timing(time, narrow, pos + message_len)
@@ -948,14 +873,12 @@ impl Scanner<'_> {
                 self.session_formats.push(&self.formats);
                 self.sessions.push(pos as u64);
                 self.session_messages = 0;
-                self.type_last.fill((0, usize::MAX));
                 self.last_time = None;
                 self.judge.forget_all();
                 sink.session(pos as u64);
             }
             self.session_messages += 1;
             if let Some(t) = time {
-                self.type_last[usize::from(type_id)] = (t, pos);
                 self.pause_from = self
                     .last_time
                     .filter(|&last| is_pause(time_after(last, t, narrow)));
@@ -1012,7 +935,6 @@ impl Scanner<'_> {
                 self.flush_count(new.type_id);
                 self.reserve_name(&new.name);
                 self.judge.forget_type(new.type_id);
-                self.type_last[usize::from(new.type_id)] = (0, usize::MAX);
                 self.formats.install(new);
             }
         }
@@ -1181,7 +1103,6 @@ impl<'a> Scanner<'a> {
             undefined: Vec::new(),
             undefined_types: Vec::new(),
             line_feeds_read: 0,
-            type_last: Box::new([(0, usize::MAX); 256]),
         }
     }
 }
@@ -1204,58 +1125,6 @@ mod tests {
         let mut sink = Collect(Vec::new());
         let scan = scan(data, &mut sink);
         (sink.0, scan)
-    }
-
-    /// A log of `TST` messages (TimeUS and a value), 15 bytes each, after the two FMTs.
-    fn valued(count: u64, from: u64) -> Vec<u8> {
-        let mut log = fmt(0x80, 89, "FMT", "BBnNZ", "Type,Length,Name,Format,Columns");
-        log.extend(fmt(0x40, 15, "TST", "QI", "TimeUS,Value"));
-        for i in 0..count {
-            let mut body = (from + 1000 * i).to_le_bytes().to_vec();
-            body.extend(((i * 7919) as u32).to_le_bytes());
-            log.extend(message(0x40, &body));
-        }
-        log
-    }
-
-    #[test]
-    fn a_block_written_twice_is_read_once() {
-        let log = valued(200, 5_000_000);
-        let first = 2 * 89 + 15 * 40;
-        // The copy's ends at a message's start, or inside one.
-        for (start, len) in [(first, 15 * 30), (first + 4, 512), (first + 9, 1024)] {
-            let mut copy = log[..start + len].to_vec();
-            copy.extend_from_slice(&log[start..]);
-            let (messages, scan) = thorough(&copy);
-            let times: Vec<u64> = messages
-                .iter()
-                .filter(|(_, name)| name == "TST")
-                .map(|&(at, _)| {
-                    let at = at as usize + 3;
-                    u64::from_le_bytes(copy[at..at + 8].try_into().unwrap())
-                })
-                .collect();
-            assert!(times.windows(2).all(|w| w[0] < w[1]), "{start} {len}");
-            // Every message is read: the one the copy's end cuts is whole again after it.
-            assert_eq!(times.len(), 200, "{start} {len}");
-            assert_eq!(scan.sessions.len(), 1);
-            let [gap] = scan.gaps.as_slice() else {
-                panic!("{start} {len}: {:?}", scan.gaps)
-            };
-            assert_eq!(gap.reason, DamageReason::RepeatedData);
-            assert!(gap.start <= (start + len) as u64 && (start + len) as u64 <= gap.end);
-        }
-    }
-
-    #[test]
-    fn a_log_that_starts_again_after_damage_with_the_same_definitions_is_kept() {
-        let mut file = valued(50, 5_000_000);
-        file.extend([0x55; 7]);
-        file.extend(valued(50, 9_000_000));
-        let (messages, scan) = thorough(&file);
-        // The damage takes the message before it; the second log is read whole.
-        assert_eq!(messages.iter().filter(|(_, n)| n == "TST").count(), 49 + 50);
-        assert_eq!(scan.sessions.len(), 2);
     }
 
     #[test]
